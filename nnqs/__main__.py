@@ -1,0 +1,5 @@
+import sys
+
+from nnqs.cli import main
+
+sys.exit(main())

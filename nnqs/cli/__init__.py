@@ -1,0 +1,51 @@
+"""The `nnqs` command: a thin dispatcher over subcommand modules.
+
+Each subcommand module exposes ``register(subparsers)``, which adds its parser
+and sets ``func`` (a callable taking the parsed namespace and returning an exit
+code). Errors a user can cause (:class:`hamiltonians.errors.InputError`) become
+one line on stderr and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from hamiltonians.errors import InputError
+
+SUBCOMMAND_MODULES = ("nnqs.cli.exact", "nnqs.cli.vmc", "nnqs.cli.lm")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as a single line and exits 2."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="nnqs", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    sub.required = True
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.func(args)
+    except InputError as exc:
+        sys.stderr.write(f"nnqs: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("nnqs: interrupted\n")
+        return 130
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
