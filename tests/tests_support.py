@@ -1,0 +1,54 @@
+"""Independent oracles shared by tests: random integrals, OpenFermion matrices, sector enumeration."""
+import itertools
+
+import numpy as np
+import torch
+
+from nnqs.configs import tokens_to_occupations
+
+
+def random_integrals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Real h1e (symmetric) and eri with the 8-fold symmetry of real orbitals."""
+    rng = np.random.default_rng(seed)
+    h = rng.normal(size=(n, n))
+    h = h + h.T
+    g = rng.normal(size=(n, n, n, n))
+    g = g + g.transpose(1, 0, 2, 3)
+    g = g + g.transpose(0, 1, 3, 2)
+    g = g + g.transpose(2, 3, 0, 1)
+    return h, 0.1 * g
+
+
+def openfermion_matrix(h: np.ndarray, g: np.ndarray, e_core: float):
+    """Full-space sparse JW matrix built term by term with OpenFermion (qubit 0 = most significant bit)."""
+    from openfermion import FermionOperator, get_sparse_operator, jordan_wigner
+
+    n = h.shape[0]
+    op = FermionOperator((), e_core)
+    for p, q in itertools.product(range(n), repeat=2):
+        for s in (0, 1):
+            op += FermionOperator(((2 * p + s, 1), (2 * q + s, 0)), h[p, q])
+    for p, q, r, t in itertools.product(range(n), repeat=4):
+        for s1, s2 in itertools.product((0, 1), repeat=2):
+            term = ((2 * p + s1, 1), (2 * r + s2, 1), (2 * t + s2, 0), (2 * q + s1, 0))
+            op += FermionOperator(term, 0.5 * g[p, q, r, t])
+    return get_sparse_operator(jordan_wigner(op), n_qubits=2 * n).tocsr()
+
+
+def sector_tokens(n: int, n_alpha: int, n_beta: int) -> torch.Tensor:
+    rows = []
+    for occ_a in itertools.combinations(range(n), n_alpha):
+        for occ_b in itertools.combinations(range(n), n_beta):
+            t = [0] * n
+            for p in occ_a:
+                t[p] += 1
+            for p in occ_b:
+                t[p] += 2
+            rows.append(t)
+    return torch.tensor(rows)
+
+
+def full_index(tokens: torch.Tensor) -> np.ndarray:
+    occ = tokens_to_occupations(tokens).numpy().astype(np.int64)
+    n_q = occ.shape[1]
+    return occ @ (1 << (n_q - 1 - np.arange(n_q)))
