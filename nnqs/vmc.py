@@ -1,0 +1,171 @@
+"""Variational Monte Carlo: energy, gradient and one optimisation step.
+
+Energy E = sum_i w_i E_loc(x_i), w_i = count_i / n_samples, over the unique
+samples of the autoregressive sampler (exact, independent draws from |psi|^2,
+so the standard error is sqrt(Var E_loc / n_samples)). Gradient
+dE/dtheta = 2 Re sum_i w_i (E_loc(x_i) - E)^* d log psi(x_i) / dtheta, obtained
+by back-propagating the surrogate loss of :func:`energy_and_loss`.
+Energies and statistics are float64, in Hartree.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+
+from nnqs.hamiltonian import CompactHamiltonian
+from nnqs.local_energy import local_energy
+
+
+@dataclass(frozen=True)
+class VMCConfig:
+    """Everything that defines a VMC run (saved with every result and checkpoint)."""
+
+    steps: int = 400
+    samples: int = 10**5  # requested samples per step (may adapt, see unique_min/unique_max)
+    seed: int = 0
+    d_model: int = 32
+    n_layers: int = 2
+    n_heads: int = 4
+    phase_hidden: int = 64
+    dtype: Literal["float32", "float64"] = "float64"
+    device: str = "cpu"
+    lr: float = 2e-3
+    lr_final: float = 1e-4
+    warmup: int = 20
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    estimator: Literal["exact", "sample-space"] = "exact"
+    unique_min: int = 0  # grow the sample count when fewer unique samples are seen (0: off)
+    unique_max: int = 0  # shrink it when more are seen (0: off)
+    max_batch: int = 8192  # configurations per network call in the local energy
+    final_samples: int = 10**7  # fresh samples for the reported (exact-estimator) energy
+    checkpoint_every: int = 50
+    threads: int = 0  # torch threads (0: leave torch's default)
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.lr <= 0 or self.lr_final < 0:
+            raise ValueError("lr must be positive and lr_final non-negative")
+
+
+@dataclass
+class StepResult:
+    """What one VMC step measured (energies in Hartree, times in seconds)."""
+
+    step: int
+    energy: float
+    variance: float
+    stderr: float
+    n_samples: int
+    n_unique: int
+    lr: float
+    grad_norm: float
+    t_sample: float
+    t_local: float
+    t_grad: float
+    n_unique_connected: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def t_step(self) -> float:
+        return self.t_sample + self.t_local + self.t_grad
+
+
+@dataclass
+class EnergyEstimate:
+    """Weighted statistics of local energies."""
+
+    energy: float
+    variance: float
+    stderr: float
+    local_energies: torch.Tensor  # (U,) complex128
+    weights: torch.Tensor  # (U,) float64
+    n_unique_connected: int = 0
+
+
+def estimate(local_energies: torch.Tensor, counts: torch.Tensor) -> EnergyEstimate:
+    """Mean, variance and standard error of ``local_energies`` (U,) weighted by ``counts`` (U,)."""
+    n = counts.sum()
+    w = counts.to(torch.float64) / n.to(torch.float64)
+    mean = (w * local_energies).sum()
+    var = (w * (local_energies - mean).abs() ** 2).sum()
+    energy, variance = float(mean.real), float(var)
+    return EnergyEstimate(energy, variance, math.sqrt(variance / float(n)), local_energies, w)
+
+
+def energy_and_loss(
+    wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
+    estimator: str = "exact", max_batch: int = 8192,
+) -> tuple[EnergyEstimate, torch.Tensor]:
+    """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
+
+    loss = 2 Re sum_i w_i conj(E_loc_i - E) log psi(x_i), with E_loc and E held constant.
+    """
+    log_psi = wf.log_psi(configs)
+    result = local_energy(wf.log_psi, ham, configs, log_psi.detach(), estimator, max_batch)
+    est = estimate(result.values, counts)
+    est.n_unique_connected = result.n_unique_connected
+    centred = (est.local_energies - est.energy).conj()
+    loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
+    return est, loss
+
+
+def lr_factor(step: int, cfg: VMCConfig) -> float:
+    """Linear warmup over ``cfg.warmup`` steps, then cosine decay from lr to lr_final."""
+    if step < cfg.warmup:
+        return (step + 1) / cfg.warmup
+    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    floor = cfg.lr_final / cfg.lr
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def make_optimizer(wf, cfg: VMCConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    opt = torch.optim.AdamW(wf.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
+    return opt, sched
+
+
+def adapt_samples(n_samples: int, n_unique: int, cfg: VMCConfig) -> int:
+    """Grow or shrink the requested sample count to keep the unique count in the window."""
+    if cfg.unique_min and n_unique < cfg.unique_min:
+        return min(int(n_samples * 1.5), 10**12)
+    if cfg.unique_max and n_unique > cfg.unique_max:
+        return max(int(n_samples / 1.5), 100)
+    return n_samples
+
+
+def vmc_step(wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator) -> StepResult:
+    """Sample, estimate, back-propagate, clip, update; return what was measured."""
+    t0 = time.perf_counter()
+    configs, counts = wf.sample(n_samples, generator=generator)
+    t1 = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch)
+    t2 = time.perf_counter()
+    loss.backward()
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
+    lr = opt.param_groups[0]["lr"]
+    opt.step()
+    sched.step()
+    t3 = time.perf_counter()
+    return StepResult(
+        step, est.energy, est.variance, est.stderr, int(counts.sum()), len(counts), lr, grad_norm,
+        t1 - t0, t2 - t1, t3 - t2, est.n_unique_connected,
+    )
+
+
+def final_energy(wf, ham, n_samples: int, generator, max_batch: int = 8192) -> EnergyEstimate:
+    """Energy from fresh samples with the exact local energy (no gradient)."""
+    with torch.no_grad():
+        configs, counts = wf.sample(n_samples, generator=generator)
+        log_psi = wf.log_psi(configs)
+        result = local_energy(wf.log_psi, ham, configs, log_psi, "exact", max_batch)
+    est = estimate(result.values, counts)
+    est.n_unique_connected = result.n_unique_connected
+    return est
