@@ -1,0 +1,112 @@
+"""Reference energies: HF, CCSD, CCSD(T) and the exact ground state of a sector.
+
+The exact energy is the lowest eigenvalue of H among states with the requested
+N_alpha, N_beta and total spin S = (N_alpha - N_beta)/2, computed two ways that
+must agree: ``fci`` (PySCF's direct_spin1 FCI solver on h1e/eri) and ``ed``
+(sparse Jordan-Wigner matrix on the N_alpha/N_beta sector, SciPy eigensolver).
+Both check <S^2> of the state found; if it belongs to another spin (possible
+for stretched or multireference molecules), a penalty shift(S^2 - S(S+1))
+pushes the other spins up and the state is searched again. Units: Hartree.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from hamiltonians.errors import InputError
+from hamiltonians.integrals import MolecularHamiltonian
+from hamiltonians.sector import sector_dim, sector_matrix, sector_states
+
+METHODS = ("fci", "ed")
+ED_MAX_DIM = 2_000_000
+ED_MAX_BYTES = 4 * 2**30
+FCI_MAX_DIM = 100_000_000
+_DENSE_MAX_DIM = 2000
+_SPIN_TOL = 1e-5
+
+
+def _connections(n: int, na: int, nb: int) -> int:
+    """Determinants connected to one determinant by H (itself, singles, doubles)."""
+    va, vb = n - na, n - nb
+    return (1 + na * va + nb * vb + (na * (na - 1) // 2) * (va * (va - 1) // 2)
+            + (nb * (nb - 1) // 2) * (vb * (vb - 1) // 2) + na * va * nb * vb)
+
+
+def ed_memory_bytes(n_orbitals: int, n_alpha: int, n_beta: int) -> int:
+    """Rough peak memory (bytes) of building the sparse sector matrix for ED."""
+    return 40 * sector_dim(n_orbitals, n_alpha, n_beta) * _connections(n_orbitals, n_alpha, n_beta)
+
+
+def check_size(ham: MolecularHamiltonian, method: str) -> None:
+    """Raise InputError if ``method`` cannot handle the sector of ``ham`` on this kind of machine."""
+    if method not in METHODS:
+        raise InputError(f"unknown exact method {method!r}; choose one of {', '.join(METHODS)}")
+    dim = sector_dim(ham.n_orbitals, ham.n_alpha, ham.n_beta)
+    size = f"{ham.description}: the N_alpha/N_beta sector has {dim:,} determinants ({ham.n_qubits} qubits)"
+    if method == "ed":
+        gib = ed_memory_bytes(ham.n_orbitals, ham.n_alpha, ham.n_beta) / 2**30
+        if dim > ED_MAX_DIM or gib > ED_MAX_BYTES / 2**30:
+            raise InputError(f"{size} and needs up to ~{gib:.1f} GiB, too large for --method ed (limits "
+                             f"{ED_MAX_DIM:,} and {ED_MAX_BYTES / 2**30:.0f} GiB); use --method fci, "
+                             "an --active space or nnqs vmc")
+    elif dim > FCI_MAX_DIM:
+        raise InputError(f"{size}, too large for --method fci (limit {FCI_MAX_DIM:,}); "
+                         "use an --active space or nnqs vmc")
+
+
+def _target_s2(ham: MolecularHamiltonian) -> float:
+    s = 0.5 * (ham.n_alpha - ham.n_beta)
+    return s * (s + 1)
+
+
+def fci_energy(ham: MolecularHamiltonian) -> float:
+    """Lowest energy of the requested spin from PySCF FCI on (h1e, eri); Hartree."""
+    from pyscf.fci import addons, direct_spin1, spin_op
+
+    n, nelec, target = ham.n_orbitals, (ham.n_alpha, ham.n_beta), _target_s2(ham)
+    solver = direct_spin1.FCI()
+    solver.verbose, solver.conv_tol, solver.max_cycle = 0, 1e-12, 300
+    for shift in (None, 0.5, 5.0):
+        if shift is not None:
+            solver = addons.fix_spin_(direct_spin1.FCI(), shift=shift, ss=target)
+            solver.verbose, solver.conv_tol, solver.max_cycle = 0, 1e-12, 300
+        _, ci = solver.kernel(ham.h1e, ham.eri, n, nelec, ecore=ham.e_core)
+        if abs(spin_op.spin_square(ci, n, nelec)[0] - target) < _SPIN_TOL:
+            return float(direct_spin1.energy(ham.h1e, ham.eri, ci, n, nelec) + ham.e_core)
+    raise RuntimeError(f"FCI found no state with S(S+1)={target} for {ham.description}")
+
+
+def _lowest(matrix) -> tuple[float, np.ndarray]:
+    dim = matrix.shape[0]
+    if dim <= _DENSE_MAX_DIM:
+        w, v = np.linalg.eigh(matrix.toarray())
+        return float(w[0]), v[:, 0]
+    from scipy.sparse.linalg import eigsh
+
+    v0 = np.random.default_rng(0).standard_normal(dim)
+    w, v = eigsh(matrix, k=1, which="SA", v0=v0, tol=1e-13)
+    return float(w[0]), v[:, 0]
+
+
+def ed_energy(ham: MolecularHamiltonian) -> float:
+    """Lowest energy of the requested spin by sparse ED on the N_alpha/N_beta sector; Hartree."""
+    import scipy.sparse as sp
+
+    from hamiltonians.qubit import get_qubit_operator, get_s_squared_qubit_operator
+
+    states = sector_states(ham.n_orbitals, ham.n_alpha, ham.n_beta)
+    h = sector_matrix(get_qubit_operator(ham), states)
+    s2 = sector_matrix(get_s_squared_qubit_operator(ham.n_orbitals), states)
+    target = _target_s2(ham)
+    penalty = s2 - target * sp.identity(len(states), format="csr")
+    for shift in (0.0, 0.5, 5.0):
+        _, v = _lowest(h + shift * penalty if shift else h)
+        if abs(v @ (s2 @ v) - target) < _SPIN_TOL:
+            return float(v @ (h @ v))
+    raise RuntimeError(f"ED found no state with S(S+1)={target} for {ham.description}")
+
+
+def exact_energy(ham: MolecularHamiltonian, method: str = "fci") -> float:
+    """Exact ground energy (Hartree) of ``ham``'s sector and spin by ``fci`` or ``ed``."""
+    check_size(ham, method)
+    return fci_energy(ham) if method == "fci" else ed_energy(ham)

@@ -1,0 +1,223 @@
+"""Molecular Hamiltonian in an orthonormal MO basis, from PySCF or an FCIDUMP file.
+
+    H = e_core + sum_pq h1e[p,q] E_pq + 1/2 sum_pqrs eri[p,q,r,s] (E_pq E_rs - delta_qr E_ps)
+
+with E_pq = sum_sigma a+_{p sigma} a_{q sigma} over spatial orbitals, ``eri`` in
+chemists' notation (pq|rs), full 4-index, real orbitals. Units: Hartree.
+Orbitals: RHF for 2S = 0, ROHF otherwise (one set of spatial orbitals for both
+spins). An active space (n_orbitals, n_electrons) keeps the lowest
+(N - n_electrons)/2 orbitals doubly occupied and frozen: their energy and mean
+field go into ``e_core`` and ``h1e``.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from hamiltonians import cache as _cache
+from hamiltonians.errors import InputError
+from hamiltonians.spec import MoleculeSpec, parse_geometry
+
+
+@dataclass(frozen=True, eq=False)
+class MolecularHamiltonian:
+    """Integrals of a molecule in an MO basis (active space if any); energies in Hartree.
+
+    h1e: (n, n) float64; eri: (n, n, n, n) float64 chemists' (pq|rs);
+    e_core: nuclear repulsion + frozen-core energy; e_hf: SCF energy (for FCIDUMP
+    input, the energy of the determinant filling the lowest orbitals).
+    """
+
+    h1e: np.ndarray
+    eri: np.ndarray
+    e_core: float
+    n_orbitals: int
+    n_alpha: int
+    n_beta: int
+    description: str
+    e_hf: float | None
+    reference: str = "RHF"
+
+    def __post_init__(self) -> None:
+        n = self.n_orbitals
+        assert self.h1e.shape == (n, n) and self.eri.shape == (n, n, n, n)
+        assert 0 <= self.n_beta <= self.n_alpha <= n
+
+    @property
+    def n_qubits(self) -> int:
+        """Number of spin-orbitals, 2 * n_orbitals."""
+        return 2 * self.n_orbitals
+
+    @property
+    def n_electrons(self) -> int:
+        """N_alpha + N_beta."""
+        return self.n_alpha + self.n_beta
+
+
+def determinant_energy(h1e: np.ndarray, eri: np.ndarray, e_core: float, n_alpha: int, n_beta: int) -> float:
+    """Energy (Hartree) of the determinant filling orbitals 0..n_alpha-1 (alpha), 0..n_beta-1 (beta)."""
+    coulomb = np.einsum("iijj->ij", eri)   # (ii|jj)
+    exchange = np.einsum("ijji->ij", eri)  # (ij|ji)
+    na, nb = slice(0, n_alpha), slice(0, n_beta)
+    energy = e_core + np.trace(h1e[na, na]) + np.trace(h1e[nb, nb])
+    for occ in (na, nb):
+        energy += 0.5 * (coulomb[occ, occ].sum() - exchange[occ, occ].sum())
+    energy += coulomb[na, nb].sum()
+    return float(energy)
+
+
+def freeze_core(h1e: np.ndarray, eri: np.ndarray, e_core: float, n_core: int,
+                n_active: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Fold ``n_core`` doubly occupied orbitals into (h1e, eri, e_core) of the next ``n_active``.
+
+    Works in the MO basis (used for FCIDUMP input). Returns (h1e (a, a), eri (a,)*4, e_core).
+    """
+    c, act = np.arange(n_core), slice(n_core, n_core + n_active)
+    j_core = np.einsum("pqii->pq", eri[:, :, c][:, :, :, c])
+    k_core = np.einsum("piiq->pq", eri[:, c][:, :, c])
+    e_frozen = 2 * h1e[c, c].sum() + 2 * j_core[c, c].sum() - k_core[c, c].sum()
+    h_eff = h1e + 2 * j_core - k_core
+    return h_eff[act, act].copy(), eri[act, act, act, act].copy(), float(e_core + e_frozen)
+
+
+def _check_basis(spec: MoleculeSpec) -> None:
+    from pyscf import gto
+
+    symbols = {a[0].rstrip("0123456789") for a in parse_geometry(spec.atom)}
+    for symbol in sorted(symbols):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                gto.basis.load(spec.basis, symbol)
+        except Exception:  # noqa: BLE001 - PySCF raises several types for a bad name
+            raise InputError(f"unknown basis {spec.basis!r} for element {symbol}") from None
+
+
+def make_mole(spec: MoleculeSpec):
+    """A built, silent ``pyscf.gto.Mole`` for a geometry spec (point-group symmetry if found)."""
+    from pyscf import gto
+
+    _check_basis(spec)
+    for symmetry in (True, False):
+        mol = gto.Mole(atom=spec.atom, basis=spec.basis, charge=spec.charge, spin=spec.spin,
+                       unit="Angstrom", symmetry=symmetry, verbose=0)
+        try:
+            return mol.build(dump_input=False, parse_arg=False)
+        except Exception as exc:  # noqa: BLE001 - converted at this boundary
+            error = exc
+    raise InputError(f"PySCF cannot build {spec.describe()}: {str(error).splitlines()[0]}")
+
+
+def run_scf(spec: MoleculeSpec):
+    """Converged RHF (2S = 0) or ROHF (2S > 0) of a geometry spec; returns the PySCF object."""
+    from pyscf import scf
+
+    mol = make_mole(spec)
+    mf = scf.RHF(mol) if spec.spin == 0 else scf.ROHF(mol)
+    mf.conv_tol = 1e-10
+    mf.kernel()
+    if not mf.converged:
+        mf = mf.newton()
+        mf.kernel()
+    if not mf.converged:
+        raise InputError(f"the {mf.__class__.__name__.split('With')[0]} SCF of {spec.describe()} did not converge")
+    return mf
+
+
+def _core_and_active(spec: MoleculeSpec, n_mo: int, n_electrons: int) -> tuple[int, int]:
+    if spec.active is None:
+        return 0, n_mo
+    n_act, n_el = spec.active
+    n_core = (n_electrons - n_el) // 2
+    if n_core + n_act > n_mo:
+        raise InputError(f"active space: {n_act} orbitals above a core of {n_core} do not fit in "
+                         f"the {n_mo} molecular orbitals of {spec.describe()}")
+    return n_core, n_act
+
+
+def hamiltonian_from_scf(spec: MoleculeSpec, mf) -> MolecularHamiltonian:
+    """Integrals in the SCF orbitals of ``mf``, restricted to the spec's active space."""
+    from pyscf import ao2mo
+
+    mol, coeff = mf.mol, mf.mo_coeff
+    n_core, n_act = _core_and_active(spec, coeff.shape[1], mol.nelectron)
+    hcore, e_core = mf.get_hcore(), mol.energy_nuc()
+    if n_core:
+        dm_core = 2.0 * coeff[:, :n_core] @ coeff[:, :n_core].T
+        vj, vk = mf.get_jk(mol, dm_core)
+        veff = vj - 0.5 * vk
+        e_core += float(np.einsum("ij,ji->", dm_core, hcore + 0.5 * veff))
+        hcore = hcore + veff
+    c_act = coeff[:, n_core:n_core + n_act]
+    h1e = c_act.T @ hcore @ c_act
+    eri = ao2mo.restore(1, ao2mo.full(mol, c_act), n_act)
+    n_alpha, n_beta = (int(x) - n_core for x in mol.nelec)
+    if n_alpha > n_act:
+        raise InputError(f"{n_alpha} alpha electrons do not fit in {n_act} orbitals of {spec.describe()}")
+    return MolecularHamiltonian(
+        h1e=np.ascontiguousarray(h1e, dtype=np.float64), eri=np.ascontiguousarray(eri, dtype=np.float64),
+        e_core=float(e_core), n_orbitals=n_act, n_alpha=n_alpha, n_beta=n_beta,
+        description=spec.describe(), e_hf=float(mf.e_tot), reference="RHF" if spec.spin == 0 else "ROHF")
+
+
+def hamiltonian_from_fcidump(spec: MoleculeSpec) -> MolecularHamiltonian:
+    """Read the spec's FCIDUMP file and apply its active space (frozen core in the MO basis)."""
+    from hamiltonians.spec import check_active_electrons
+    from hamiltonians.fcidump import read_fcidump
+
+    ham = read_fcidump(spec.fcidump)
+    if spec.active is None:
+        return ham
+    spin = ham.n_alpha - ham.n_beta
+    check_active_electrons(spec.active, ham.n_electrons, spin)
+    n_core, n_act = _core_and_active(spec, ham.n_orbitals, ham.n_electrons)
+    h1e, eri, e_core = freeze_core(ham.h1e, ham.eri, ham.e_core, n_core, n_act)
+    n_alpha, n_beta = ham.n_alpha - n_core, ham.n_beta - n_core
+    return MolecularHamiltonian(h1e, eri, e_core, n_act, n_alpha, n_beta, spec.describe(),
+                                determinant_energy(h1e, eri, e_core, n_alpha, n_beta), "FCIDUMP")
+
+
+def _to_cache(ham: MolecularHamiltonian) -> tuple[dict, dict]:
+    meta = {k: getattr(ham, k) for k in ("e_core", "n_orbitals", "n_alpha", "n_beta", "e_hf", "reference")}
+    return meta, {"h1e": ham.h1e, "eri": ham.eri}
+
+
+def _from_cache(spec: MoleculeSpec, meta: dict, arrays: dict) -> MolecularHamiltonian | None:
+    try:
+        return MolecularHamiltonian(
+            h1e=arrays["h1e"].astype(np.float64), eri=arrays["eri"].astype(np.float64),
+            e_core=float(meta["e_core"]), n_orbitals=int(meta["n_orbitals"]), n_alpha=int(meta["n_alpha"]),
+            n_beta=int(meta["n_beta"]), description=spec.describe(),
+            e_hf=None if meta["e_hf"] is None else float(meta["e_hf"]), reference=str(meta["reference"]))
+    except Exception:  # noqa: BLE001 - a damaged entry is a miss
+        return None
+
+
+def build_hamiltonian(spec: MoleculeSpec, cache: bool = True) -> MolecularHamiltonian:
+    """The MolecularHamiltonian of a spec, from the on-disk cache when possible.
+
+    Geometry specs run PySCF SCF + integral transformation; FCIDUMP specs read the file.
+    """
+    ham, _ = build_hamiltonian_and_scf(spec, cache=cache)
+    return ham
+
+
+def build_hamiltonian_and_scf(spec: MoleculeSpec, cache: bool = True, need_scf: bool = False):
+    """(ham, mf): mf is the PySCF SCF object when it was run (or ``need_scf``), else None."""
+    key = spec.key()
+    if cache and not need_scf:
+        hit = _cache.load(key, "ham", arrays=True)
+        ham = _from_cache(spec, *hit) if hit else None
+        if ham is not None:
+            return ham, None
+    mf = None
+    if spec.fcidump is not None:
+        ham = hamiltonian_from_fcidump(spec)
+    else:
+        mf = run_scf(spec)
+        ham = hamiltonian_from_scf(spec, mf)
+    if cache:
+        _cache.save(key, "ham", *_to_cache(ham))
+    return ham, mf

@@ -1,0 +1,105 @@
+"""All reference energies of one system in one call, cached on disk.
+
+``exact_references(spec, method)`` returns HF, CCSD, CCSD(T) (PySCF, same
+orbitals and frozen core as the Hamiltonian; None for FCIDUMP input or where
+CC does not apply) and the exact energy by ``method``, with the sizes of the
+problem. A second call with the same spec reads everything from the cache.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from hamiltonians import cache as _cache
+from hamiltonians.exact import check_size, exact_energy
+from hamiltonians.integrals import MolecularHamiltonian, build_hamiltonian_and_scf
+from hamiltonians.sector import sector_dim
+from hamiltonians.spec import MoleculeSpec
+
+
+@dataclass(frozen=True)
+class References:
+    """Reference energies (Hartree) and sizes of one system; ``wall_s`` is this call's time."""
+
+    name: str | None
+    description: str
+    reference: str          # orbitals: RHF, ROHF or FCIDUMP
+    n_orbitals: int
+    n_qubits: int
+    n_alpha: int
+    n_beta: int
+    sector_dim: int
+    e_core: float
+    e_hf: float | None
+    e_ccsd: float | None
+    e_ccsd_t: float | None
+    e_exact: float
+    method: str
+    wall_s: float
+    from_cache: bool
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict of all fields."""
+        return asdict(self)
+
+
+def coupled_cluster(mf, ham: MolecularHamiltonian) -> tuple[float | None, float | None]:
+    """(E_CCSD, E_CCSD(T)) in Hartree with ``ham``'s frozen orbitals, or (None, None).
+
+    RHF orbitals give RCCSD(T); ROHF orbitals give UCCSD(T) on that reference.
+    None where CC does not apply (fewer than 2 correlated electrons, no virtual
+    orbitals) or does not converge.
+    """
+    from pyscf import cc
+
+    if ham.n_electrons < 2 or ham.n_alpha == ham.n_orbitals:
+        return None, None
+    n_mo = mf.mo_coeff.shape[1]
+    n_core = (mf.mol.nelectron - ham.n_electrons) // 2
+    frozen = list(range(n_core)) + list(range(n_core + ham.n_orbitals, n_mo))
+    solver = cc.CCSD(mf, frozen=frozen or None)
+    solver.verbose, solver.conv_tol = 0, 1e-10
+    try:
+        solver.kernel()
+        if not solver.converged:
+            return None, None
+        return float(solver.e_tot), float(solver.e_tot + solver.ccsd_t())
+    except (ValueError, RuntimeError, ArithmeticError):
+        return None, None
+
+
+def _stored(key: str, cache: bool) -> dict:
+    hit = _cache.load(key, "refs") if cache else None
+    if hit is None:
+        return {}
+    stored = hit[0]
+    numbers = [stored.get("e_ccsd"), stored.get("e_ccsd_t"), *stored.get("exact", {}).values()]
+    ok = "e_ccsd" in stored and isinstance(stored.get("exact"), dict)
+    return stored if ok and all(x is None or isinstance(x, float) for x in numbers) else {}
+
+
+def exact_references(spec: MoleculeSpec, method: str = "fci", cache: bool = True) -> References:
+    """HF, CCSD, CCSD(T) and exact (``fci`` or ``ed``) energies of ``spec``, with sizes.
+
+    Raises InputError if the system is too large for ``method``.
+    """
+    start = time.perf_counter()
+    key = spec.key()
+    stored = _stored(key, cache)
+    from_cache = bool(stored) and method in stored["exact"]
+    need_scf = not stored and spec.fcidump is None
+    ham, mf = build_hamiltonian_and_scf(spec, cache=cache, need_scf=need_scf)
+    check_size(ham, method)
+    if not stored:
+        e_ccsd, e_ccsd_t = coupled_cluster(mf, ham) if mf is not None else (None, None)
+        stored = {"e_ccsd": e_ccsd, "e_ccsd_t": e_ccsd_t, "exact": {}}
+    if method not in stored["exact"]:
+        stored["exact"][method] = exact_energy(ham, method)
+    if cache:
+        _cache.save(key, "refs", stored)
+    return References(
+        name=spec.name, description=ham.description, reference=ham.reference, n_orbitals=ham.n_orbitals,
+        n_qubits=ham.n_qubits, n_alpha=ham.n_alpha, n_beta=ham.n_beta,
+        sector_dim=sector_dim(ham.n_orbitals, ham.n_alpha, ham.n_beta), e_core=ham.e_core, e_hf=ham.e_hf,
+        e_ccsd=stored["e_ccsd"], e_ccsd_t=stored["e_ccsd_t"], e_exact=stored["exact"][method],
+        method=method, wall_s=time.perf_counter() - start, from_cache=from_cache)
