@@ -18,6 +18,7 @@ import torch
 
 from nnqs.hamiltonian import CompactHamiltonian
 from nnqs.local_energy import local_energy
+from nnqs.sr import per_sample_jacobian, sr_direction
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class VMCConfig:
     """Everything that defines a VMC run (saved with every result and checkpoint)."""
 
     steps: int = 400
-    samples: int = 10**5  # requested samples per step (may adapt, see unique_min/unique_max)
+    samples: int = 10**12  # requested samples per step: cheap, the unique set is what costs (may adapt)
     seed: int = 0
     d_model: int = 32
     n_layers: int = 2
@@ -33,16 +34,18 @@ class VMCConfig:
     phase_hidden: int = 64
     dtype: Literal["float32", "float64"] = "float64"
     device: str = "cpu"
-    lr: float = 2e-3
-    lr_final: float = 1e-4
+    optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
+    lr: float = 0.1
+    lr_final: float = 0.01
+    sr_shift: float = 1e-4  # diagonal shift of the SR matrix, relative to its mean diagonal
     warmup: int = 20
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     estimator: Literal["exact", "sample-space"] = "exact"
-    unique_min: int = 0  # grow the sample count when fewer unique samples are seen (0: off)
-    unique_max: int = 0  # shrink it when more are seen (0: off)
+    unique_min: int = 0  # double the sample count while fewer unique samples are seen (0: off)
+    unique_max: int = 2048  # quarter it while more are seen (0: off)
     max_batch: int = 8192  # configurations per network call in the local energy
-    final_samples: int = 10**7  # fresh samples for the reported (exact-estimator) energy
+    final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
     checkpoint_every: int = 50
     threads: int = 0  # torch threads (0: leave torch's default)
 
@@ -126,7 +129,11 @@ def lr_factor(step: int, cfg: VMCConfig) -> float:
 
 
 def make_optimizer(wf, cfg: VMCConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
-    opt = torch.optim.AdamW(wf.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    """AdamW on the plain gradient, or SGD on the SR direction; warmup + cosine schedule."""
+    if cfg.optimizer == "sr":
+        opt = torch.optim.SGD(wf.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    else:
+        opt = torch.optim.AdamW(wf.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
     return opt, sched
 
@@ -134,9 +141,9 @@ def make_optimizer(wf, cfg: VMCConfig) -> tuple[torch.optim.Optimizer, torch.opt
 def adapt_samples(n_samples: int, n_unique: int, cfg: VMCConfig) -> int:
     """Grow or shrink the requested sample count to keep the unique count in the window."""
     if cfg.unique_min and n_unique < cfg.unique_min:
-        return min(int(n_samples * 1.5), 10**12)
+        return min(n_samples * 2, 10**12)
     if cfg.unique_max and n_unique > cfg.unique_max:
-        return max(int(n_samples / 1.5), 100)
+        return max(n_samples // 4, 100)
     return n_samples
 
 
@@ -148,7 +155,10 @@ def vmc_step(wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, gen
     opt.zero_grad(set_to_none=True)
     est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch)
     t2 = time.perf_counter()
-    loss.backward()
+    if cfg.optimizer == "sr":
+        set_sr_gradient(wf, configs, est, cfg.sr_shift)
+    else:
+        loss.backward()
     grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
     lr = opt.param_groups[0]["lr"]
     opt.step()
@@ -158,6 +168,16 @@ def vmc_step(wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, gen
         step, est.energy, est.variance, est.stderr, int(counts.sum()), len(counts), lr, grad_norm,
         t1 - t0, t2 - t1, t3 - t2, est.n_unique_connected,
     )
+
+
+def set_sr_gradient(wf, configs: torch.Tensor, est: EnergyEstimate, shift: float) -> None:
+    """Write the natural-gradient direction into the parameters' ``.grad``."""
+    jacobian = per_sample_jacobian(wf, configs)
+    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift)
+    offset = 0
+    for p in wf.parameters():
+        p.grad = direction[offset : offset + p.numel()].view_as(p).to(p.dtype)
+        offset += p.numel()
 
 
 def final_energy(wf, ham, n_samples: int, generator, max_batch: int = 8192) -> EnergyEstimate:

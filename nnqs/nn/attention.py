@@ -6,6 +6,8 @@ new (query) positions, ``S`` key positions (cached + new), ``C`` model width,
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -45,6 +47,26 @@ def build_mask(
     return mask
 
 
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, causal: bool,
+           dropout: float) -> torch.Tensor:
+    """Attention of ``q`` (B, H, T, D) over ``k``, ``v`` (B, H, S, D) -> (B, H, T, D).
+
+    ``scaled_dot_product_attention`` normally; under a functorch transform
+    (vmap for per-sample gradients), which has no batching rule for SDPA's
+    fused kernels, the same arithmetic written out (softmax(q k^T / sqrt(D)) v).
+    """
+    is_causal = mask is None and causal and q.shape[2] == k.shape[2] and q.shape[2] > 1
+    if not torch._C._functorch.is_functorch_wrapped_tensor(q):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal)
+    t, s = q.shape[2], k.shape[2]
+    if is_causal:
+        mask = build_mask(t, s, True, None, q.device)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return F.dropout(torch.softmax(scores, dim=-1), dropout) @ v
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention, causal or bidirectional, with an optional KV cache."""
 
@@ -70,11 +92,7 @@ class SelfAttention(nn.Module):
             k, v = cache.update(layer, k, v)
         t, s = q.shape[2], k.shape[2]
         mask = build_mask(t, s, causal, key_padding_mask, x.device)
-        p = self.dropout if self.training else 0.0
-        if mask is None and causal and t == s and t > 1:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        y = attend(q, k, v, mask, causal, self.dropout if self.training else 0.0)
         return self.proj(_merge_heads(y))
 
 
@@ -98,6 +116,5 @@ class CrossAttention(nn.Module):
         mask = None
         if memory_mask is not None:
             mask = memory_mask.view(memory_mask.shape[0], 1, 1, memory_mask.shape[1])
-        p = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        y = attend(q, k, v, mask, False, self.dropout if self.training else 0.0)
         return self.proj(_merge_heads(y))
