@@ -1,0 +1,1 @@
+"""Speed, scale and accuracy measurements with machine-readable (JSON lines) output."""

@@ -1,0 +1,75 @@
+"""LM mode accuracy and speed: both architectures at the default settings.
+
+``python -m benchmarks.lm [--quick] [--arch decoder seq2seq] [--threads N] [--out FILE]``
+
+For each architecture: train with the default :class:`~nnqs.lm.train.TrainConfig`
+(5,000 generated training pairs), then score a fresh test set (a different
+seed, every training question excluded) with both metrics, and time greedy
+generation over it with and without the KV cache. One JSON object per
+architecture. For reference, EECS498 WI22 A5 reports 0.82 per-token
+(teacher-forced) accuracy on this task. ``--quick`` is a toy-sized run that
+only checks the pipeline.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+
+import torch
+
+from benchmarks.common import emit
+from nnqs.lm.data import encode_pairs, generate_pairs
+from nnqs.lm.evaluate import evaluate
+from nnqs.lm.generate import generate
+from nnqs.lm.train import TrainConfig, train
+
+QUICK = dict(train_size=200, val_size=50, steps=20, eval_every=10, d_model=16, n_layers=1, batch_size=32)
+TEST_SEED = 20_220_405
+
+
+def _seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def run_one(arch: str, quick: bool, test_size: int) -> dict:
+    """Train one architecture, score it on a fresh test set; the JSON record."""
+    cfg = TrainConfig(arch=arch, **(QUICK if quick else {}))
+    run = train(cfg)
+    test_pairs = generate_pairs(test_size, TEST_SEED, exclude=set(run.train_pairs.questions))
+    test = encode_pairs(test_pairs)
+    metrics = evaluate(run.model, test)
+    model = run.model.eval()
+    t_cached = _seconds(lambda: generate(model, test.questions))
+    t_full = _seconds(lambda: generate(model, test.questions, use_cache=False))
+    result = run.result()
+    return {
+        "benchmark": "lm", "quick": quick, **result,
+        "s_per_step": round(result["wall_s"] / result["steps"], 5),
+        "test_pairs": metrics.n_pairs, "test_exact_match": metrics.exact_match,
+        "test_token_accuracy": metrics.token_accuracy,
+        "generate_cached_s": round(t_cached, 4), "generate_no_cache_s": round(t_full, 4),
+        "torch": torch.__version__, "machine": platform.machine(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="toy sizes (seconds), for CI")
+    parser.add_argument("--arch", nargs="+", default=["decoder", "seq2seq"], choices=["decoder", "seq2seq"])
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--test-size", type=int, default=None, help="fresh test pairs (2000; 100 with --quick)")
+    parser.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    test_size = args.test_size or (100 if args.quick else 2000)
+    for arch in args.arch:
+        emit(run_one(arch, args.quick, test_size), args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""`nnqs lm`: the arithmetic language model on the shared Transformer core.
+
+    nnqs lm data --n 2000 --seed 7 --out test.json [--exclude runs/d/train.json]
+    nnqs lm train --arch decoder|seq2seq [--data FILE | --train-size 5000] --out DIR [--json]
+    nnqs lm eval --ckpt DIR --data FILE [--json]
+    nnqs lm generate --ckpt DIR "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS" [--temperature T]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+import torch
+
+from nnqs.config import build_config
+from nnqs.errors import UserError
+from nnqs.lm.train import TrainConfig
+
+# (flag, config key, type, help) of the training hyperparameters exposed as flags
+TRAIN_FLAGS = (
+    ("--arch", "arch", str, "decoder (decoder-only) or seq2seq (encoder-decoder)"),
+    ("--steps", "steps", int, "optimizer steps"),
+    ("--seed", "seed", int, "seed of data, initialisation and batches"),
+    ("--val-size", "val_size", int, "held-out validation pairs"),
+    ("--batch-size", "batch_size", int, "pairs per step"),
+    ("--lr", "lr", float, "peak learning rate (warmup, then cosine decay)"),
+    ("--warmup-steps", "warmup_steps", int, "linear warmup steps"),
+    ("--weight-decay", "weight_decay", float, "AdamW weight decay"),
+    ("--d-model", "d_model", int, "model width"),
+    ("--n-layers", "n_layers", int, "Transformer blocks (per core)"),
+    ("--n-heads", "n_heads", int, "attention heads"),
+    ("--d-ff", "d_ff", int, "MLP width (default 4 * d_model)"),
+    ("--dropout", "dropout", float, "dropout rate"),
+    ("--eval-every", "eval_every", int, "steps between validations (and checkpoints)"),
+    ("--device", "device", str, "torch device, e.g. cpu or cuda"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("lm", help="arithmetic language model (decoder-only or encoder-decoder)")
+    actions = parser.add_subparsers(dest="lm_command", metavar="ACTION")
+    actions.required = True
+    _register_data(actions)
+    _register_train(actions)
+    _register_eval(actions)
+    _register_generate(actions)
+
+
+def _register_data(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser("data", help="write a seeded arithmetic data set (A5 JSON format)")
+    p.add_argument("--n", type=int, required=True, help="number of distinct question/answer pairs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="output JSON file")
+    p.add_argument("--exclude", help="a data file whose questions must not appear (e.g. DIR/train.json)")
+    p.set_defaults(func=cmd_data)
+
+
+def _register_train(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser("train", help="train an LM with teacher forcing")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--data", help="training file (A5 JSON format)")
+    source.add_argument("--train-size", dest="train_size", type=int, help="generated training pairs (default 5000)")
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    for flag, key, kind, text in TRAIN_FLAGS:
+        choices = ("decoder", "seq2seq") if key == "arch" else None
+        p.add_argument(flag, dest=key, type=kind, choices=choices, help=f"{text} (default {defaults[key]})")
+    p.add_argument("--config", help="TOML file of training settings (flags override it)")
+    p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--json", action="store_true", help="print the result object as the last stdout line")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.set_defaults(func=cmd_train)
+
+
+def _register_eval(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser("eval", help="exact match and token accuracy of a checkpoint on a data file")
+    p.add_argument("--ckpt", required=True, help="run folder or checkpoint file")
+    p.add_argument("--data", required=True, help="data file (A5 JSON format)")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--json", action="store_true", help="print the metrics as one JSON line")
+    p.set_defaults(func=cmd_eval)
+
+
+def _register_generate(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser("generate", help="answer questions with a trained LM")
+    p.add_argument("questions", nargs="+", metavar="QUESTION", help='e.g. "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"')
+    p.add_argument("--ckpt", required=True, help="run folder or checkpoint file")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    p.add_argument("--top-k", dest="top_k", type=int, help="sample among the k most likely tokens")
+    p.add_argument("--top-p", dest="top_p", type=float, help="nucleus sampling mass")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampling generator")
+    p.set_defaults(func=cmd_generate)
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads is not None:
+        if threads < 1:
+            raise UserError(f"--threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    from nnqs.lm.data import generate_pairs, load_pairs, save_pairs
+
+    exclude = set(load_pairs(args.exclude).questions) if args.exclude else set()
+    pairs = generate_pairs(args.n, args.seed, exclude=exclude)
+    save_pairs(args.out, pairs)
+    print(f"wrote {len(pairs)} pairs to {args.out}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from nnqs.lm.artifacts import finish_run_folder, run_hooks, start_run_folder
+    from nnqs.lm.train import train
+
+    _set_threads(args.threads)
+    overrides = {key: getattr(args, key) for _, key, _, _ in TRAIN_FLAGS}
+    overrides.update(data=args.data, train_size=args.train_size)
+    cfg = build_config(TrainConfig, args.config, overrides)
+    out = Path(args.out)
+    start_run_folder(out, cfg)
+    run = train(cfg, run_hooks(out, cfg.steps, progress=not args.no_progress))
+    result = finish_run_folder(out, run)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{cfg.arch}: val exact match {result['val_exact_match']:.4f}, "
+              f"val token accuracy {result['val_token_accuracy']:.4f}, "
+              f"{result['steps']} steps in {result['wall_s']:.1f} s -> {out}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from nnqs.lm.artifacts import load_lm
+    from nnqs.lm.data import encode_pairs, load_pairs
+    from nnqs.lm.evaluate import evaluate
+
+    _set_threads(args.threads)
+    model, _ = load_lm(args.ckpt)
+    pairs = load_pairs(args.data)
+    metrics = evaluate(model, encode_pairs(pairs))
+    result = {"exact_match": metrics.exact_match, "token_accuracy": metrics.token_accuracy, "pairs": metrics.n_pairs}
+    if args.json:
+        print(json.dumps({**result, "ckpt": str(args.ckpt), "data": str(args.data)}))
+    else:
+        for key, value in result.items():
+            print(f"{key} {value:.4f}" if isinstance(value, float) else f"{key} {value}")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from nnqs.lm.artifacts import load_lm
+    from nnqs.lm.generate import Sampling, answer_to_text, generate
+    from nnqs.lm.tokenizer import encode_question
+
+    sampling = Sampling(args.temperature, args.top_k, args.top_p)
+    questions = torch.tensor([encode_question(q) for q in args.questions], dtype=torch.long)
+    model, _ = load_lm(args.ckpt)
+    generator = torch.Generator().manual_seed(args.seed)
+    answers = generate(model, questions, sampling, generator)
+    for row in answers:
+        print(answer_to_text(row))
+    return 0

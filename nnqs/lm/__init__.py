@@ -1,0 +1,7 @@
+"""LM mode: the shared Transformer core trained on EECS498 A5's signed two-digit arithmetic.
+
+tokenizer (A5's vocabulary plus role and padding tokens), data (generation and
+the A5 JSON format), models (decoder-only and encoder-decoder on
+:class:`nnqs.nn.TransformerCore`), train, evaluate, generate (KV-cached), and
+artifacts (run folder, checkpoint). The wavefunction side never imports it.
+"""
