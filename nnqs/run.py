@@ -121,6 +121,13 @@ def _result(ham, refs: dict, final, cfg: VMCConfig, wf, wall: float) -> dict:
     }
 
 
+def load_model_state(out_dir: str | Path) -> dict:
+    """The model weights of the run saved in ``out_dir`` (for warm starts)."""
+    from nnqs.checkpoint import load_checkpoint
+
+    return load_checkpoint(Path(out_dir) / "checkpoint.pt", "vmc")["model"]
+
+
 def _plot(out: Path, ham, refs: dict) -> None:
     import csv
 

@@ -1,0 +1,86 @@
+"""Sampling time with and without the KV cache.
+
+``python -m benchmarks.sampling [--quick] [--out FILE] [--device cpu|cuda]``
+
+For each ``n_orbitals`` a default-initialised (Hartree–Fock-biased) wavefunction
+draws ``n_samples`` with the unique-prefix sampler, once feeding one token per
+step over the KV cache and once re-running the full prefix each step. Prints one
+JSON object per size: unique count, median seconds of each (median of 3; the
+uncached baseline stops repeating once it has used 120 s), and the speedup. Both
+runs use the same generator seed; ``identical_samples`` says whether they returned
+the same samples (float32 rounding differences between the two forwards may flip
+a rare binomial draw).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+
+import torch
+
+from benchmarks.common import emit, median_seconds
+from nnqs import TransformerWavefunction
+
+FULL = dict(orbitals=(10, 20, 40, 60), n_samples=10**6, d_model=64, n_layers=2, n_heads=4, repeats=3)
+UNCACHED_BUDGET_S = 120.0  # the slow baseline stops repeating after this many seconds
+
+QUICK = dict(orbitals=(4, 8), n_samples=10**4, d_model=16, n_layers=1, n_heads=2, repeats=1)
+
+
+def electrons(n_orbitals: int) -> tuple[int, int]:
+    """n_alpha = n_beta = n/4 (rounded, at least 1): half the spin-orbitals of the lower half filled."""
+    n = max(1, round(n_orbitals / 4))
+    return n, n
+
+
+def run_one(n_orbitals: int, size: dict, device: torch.device, threads: int) -> dict:
+    """Time cached and uncached sampling for one system size; return the JSON record."""
+    n_alpha, n_beta = electrons(n_orbitals)
+    torch.manual_seed(0)
+    wf = TransformerWavefunction(n_orbitals, n_alpha, n_beta, d_model=size["d_model"], n_layers=size["n_layers"],
+                                 n_heads=size["n_heads"], device=device)  # fmt: skip
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    def draw(use_cache: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = torch.Generator(device=device).manual_seed(1)
+        return wf.sample(size["n_samples"], generator=gen, use_cache=use_cache)
+
+    draw(True)  # warm-up (allocator, kernels)
+    t_cached, (configs, counts), n_cached = median_seconds(lambda: draw(True), size["repeats"], sync)
+    t_full, (configs_full, counts_full), n_full = median_seconds(
+        lambda: draw(False), size["repeats"], sync, budget_s=UNCACHED_BUDGET_S
+    )
+    same = configs.shape == configs_full.shape and bool((configs == configs_full).all())
+    same = same and bool((counts == counts_full).all())
+    hf = (configs == wf.hf_config()).all(-1)
+    return {
+        "benchmark": "sampling", "n_orbitals": n_orbitals, "n_alpha": n_alpha, "n_beta": n_beta,
+        "n_samples": size["n_samples"], "unique": int(configs.shape[0]),
+        "hf_fraction": float(counts[hf].sum()) / size["n_samples"],
+        "seconds_cached": round(t_cached, 6), "seconds_uncached": round(t_full, 6),
+        "speedup": round(t_full / t_cached, 3), "identical_samples": same,
+        "d_model": size["d_model"], "n_layers": size["n_layers"], "n_heads": size["n_heads"],
+        "dtype": "float32", "repeats_cached": n_cached, "repeats_uncached": n_full, "threads": threads,
+        "device": str(device),
+        "torch": torch.__version__, "machine": platform.machine(),
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.sampling", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="toy sizes, one repeat (seconds)")
+    parser.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
+    parser.add_argument("--orbitals", type=int, nargs="*", default=None, help="override the system sizes")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    size = dict(QUICK if args.quick else FULL)
+    for n_orbitals in args.orbitals or size["orbitals"]:
+        emit(run_one(n_orbitals, size, torch.device(args.device), args.threads), args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
