@@ -11,9 +11,21 @@ from nnqs.vmc import VMCConfig
 
 # CLI flag -> VMCConfig field (flags left out keep the TOML or default value).
 FLAGS = {
-    "steps": int, "samples": int, "seed": int, "lr": float, "d_model": int, "n_layers": int,
-    "n_heads": int, "device": str, "estimator": str, "max_batch": int, "final_samples": int,
-    "threads": int, "dtype": str, "checkpoint_every": int,
+    "steps": (int, "optimisation steps (default 400)"),
+    "samples": (int, "samples drawn per step; only unique ones cost (default 1e12, adapts)"),
+    "seed": (int, "seed of the model init and the sampler (default 0)"),
+    "optimizer": (str, "sr (natural gradient, default) or adamw"),
+    "lr": (float, "peak learning rate (default 0.1 for sr)"),
+    "d_model": (int, "Transformer width (default 32)"),
+    "n_layers": (int, "Transformer blocks (default 2)"),
+    "n_heads": (int, "attention heads (default 4)"),
+    "dtype": (str, "float64 (default) or float32 network"),
+    "device": (str, "cpu (default) or cuda"),
+    "estimator": (str, "local energy during training: exact (default) or sample-space"),
+    "max_batch": (int, "configurations per network call in the local energy (memory knob)"),
+    "final_samples": (int, "fresh samples for the reported energy (default 1e12)"),
+    "checkpoint_every": (int, "steps between checkpoints (default 50)"),
+    "threads": (int, "torch threads (default: torch's choice)"),
 }
 
 
@@ -22,8 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Variational Monte Carlo on a molecule; writes config.toml, history.csv, "
                                    "checkpoint.pt, result.json and energy.png into --out.")
     add_molecule_arguments(p)
-    for name, kind in FLAGS.items():
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None)
+    group = p.add_argument_group("run (override --config)")
+    for name, (kind, text) in FLAGS.items():
+        group.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None, help=text)
     p.add_argument("--config", metavar="FILE.toml", help="run config (flags override it)")
     p.add_argument("--out", metavar="DIR", help="output folder (default runs/<system>)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out")

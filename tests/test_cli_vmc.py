@@ -1,0 +1,42 @@
+"""`nnqs vmc`: the files a run writes, --json, resume, and one-line errors for bad options."""
+import json
+
+import pytest
+
+from nnqs.cli import main
+
+
+def test_vmc_run_writes_files_and_json(tmp_path, capsys):
+    out = tmp_path / "h2"
+    args = ["vmc", "H2", "--steps", "6", "--d-model", "8", "--n-layers", "1", "--final-samples", "100000",
+            "--checkpoint-every", "3", "--out", str(out), "--json"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for key in ("energy", "energy_stderr", "e_exact", "error_mha", "e_hf", "e_ccsd_t", "steps", "wall_s", "n_parameters"):
+        assert key in result
+    assert result["energy"] >= result["e_exact"] - 1e-9  # variational
+    assert abs(result["error_mha"] - 1000 * (result["energy"] - result["e_exact"])) < 1e-9
+    for name in ("config.toml", "history.csv", "result.json", "energy.png", "checkpoint.pt"):
+        assert (out / name).is_file(), name
+    assert len((out / "history.csv").read_text().strip().splitlines()) == 1 + 6
+    # resuming with more steps continues the same history, without duplicate or missing steps
+    assert main(args[:3] + ["8"] + args[4:] + ["--resume"]) == 0
+    steps = [line.split(",")[0] for line in (out / "history.csv").read_text().strip().splitlines()[1:]]
+    assert steps == [str(i) for i in range(8)]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["vmc", "H2", "--steps", "0"], "steps must be positive"),
+    (["vmc", "H2", "--samples", "-5"], "samples must be positive"),
+    (["vmc", "H2", "--optimizer", "lbfgs"], "optimizer"),
+    (["vmc", "Xe2"], "unknown molecule"),
+    (["vmc", "H2", "--out", "/proc/nope/run"], "not writable"),
+    (["vmc", "H2", "--config", "/nonexistent.toml"], "cannot read config"),
+    (["vmc", "H2", "--steps", "many"], "invalid int value"),
+])
+def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys):
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(main(argv))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err, err
