@@ -1,0 +1,126 @@
+"""Cost of a VMC step and of the local energy, by system size (JSON lines).
+
+    python -m benchmarks.vmc_step [--systems LiH H2O N2 H2O/6-31g H2O/cc-pvdz] [--threads 2] [--out FILE]
+    python -m benchmarks.vmc_step --quick      # toy size, seconds (run by the test suite)
+
+Two records per system:
+
+* ``"vmc_step"``: a fixed model (d_model 32, 2 layers) and sample count; median
+  seconds per step split into sampling / local energy / gradient (SR), unique
+  samples, unique connected configurations, peak resident memory.
+* ``"local_energy_scaling"``: the exact local energy of a fixed set of U random
+  sector configurations (the same U for every system), so the growth with the
+  number of orbitals is measured at a fixed unique-sample count; the last
+  record fits the exponent of time ~ n_orbitals^p.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import statistics
+import time
+
+import torch
+
+from benchmarks.common import emit
+from hamiltonians import build_hamiltonian, get_spec
+from nnqs.driver import new_state
+from nnqs.hamiltonian import CompactHamiltonian
+from nnqs.local_energy import local_energy
+from nnqs.vmc import VMCConfig, vmc_step
+from nnqs.wavefunction import TransformerWavefunction
+
+SYSTEMS = ["LiH", "H2O", "N2", "H2O/6-31g", "H2O/cc-pvdz"]
+
+
+def load(system: str):
+    name, _, basis = system.partition("/")
+    return build_hamiltonian(get_spec(name, basis=basis or "sto-3g"))
+
+
+def random_sector_configs(n: int, n_alpha: int, n_beta: int, count: int, seed: int) -> torch.Tensor:
+    """``count`` random configurations of the sector (uniform over occupied sets), (count, n)."""
+    g = torch.Generator().manual_seed(seed)
+    alpha = torch.rand(count, n, generator=g).argsort(1)[:, :n_alpha]
+    beta = torch.rand(count, n, generator=g).argsort(1)[:, :n_beta]
+    tokens = torch.zeros(count, n, dtype=torch.long)
+    tokens.scatter_add_(1, alpha, torch.ones_like(alpha))
+    tokens.scatter_add_(1, beta, 2 * torch.ones_like(beta))
+    return torch.unique(tokens, dim=0)
+
+
+def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
+    torch.manual_seed(0)
+    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model,
+                                 n_layers=cfg.n_layers, dtype=torch.float64)
+    state = new_state(wf, cfg)
+    compact = CompactHamiltonian.from_molecular(ham)
+    results = [vmc_step(wf, compact, state.opt, state.sched, cfg, i, cfg.samples, state.generator)
+               for i in range(steps + 1)][1:]  # first step warms up (vmap tracing, allocations)
+    med = {k: statistics.median(getattr(r, k) for r in results) for k in ("t_sample", "t_local", "t_grad")}
+    return {
+        "benchmark": "vmc_step", "system": system, "n_orbitals": ham.n_orbitals, "n_qubits": 2 * ham.n_orbitals,
+        "samples": cfg.samples, "optimizer": cfg.optimizer, "n_unique": results[-1].n_unique,
+        "n_unique_connected": results[-1].n_unique_connected, **{k: round(v, 4) for k, v in med.items()},
+        "t_step": round(sum(med.values()), 4), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def scaling_record(system: str, ham, n_configs: int, repeats: int) -> dict:
+    torch.manual_seed(0)
+    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64)
+    compact = CompactHamiltonian.from_molecular(ham)
+    configs = random_sector_configs(ham.n_orbitals, ham.n_alpha, ham.n_beta, n_configs, seed=1)
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs)
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = local_energy(wf.log_psi, compact, configs, log_psi)
+            times.append(time.perf_counter() - start)
+    return {"benchmark": "local_energy_scaling", "system": system, "n_orbitals": ham.n_orbitals,
+            "n_configs": len(configs), "connected_per_config": compact.n_connected,
+            "n_unique_connected": result.n_unique_connected, "seconds": round(statistics.median(times), 4)}
+
+
+def fit_exponent(records: list[dict]) -> float:
+    """Least-squares slope of log(seconds) against log(n_orbitals)."""
+    xs = [math.log(r["n_orbitals"]) for r in records]
+    ys = [math.log(r["seconds"]) for r in records]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--systems", nargs="+", default=SYSTEMS)
+    parser.add_argument("--samples", type=int, default=10**5)
+    parser.add_argument("--configs", type=int, default=64, help="U for the local-energy scaling")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if args.quick:
+        args.systems, args.samples, args.configs, args.steps = ["H2", "LiH"], 1000, 8, 1
+    cfg = VMCConfig(samples=args.samples, unique_max=0)
+    records, scaling = [], []
+    for system in args.systems:
+        ham = load(system)
+        records.append(step_record(system, ham, cfg, args.steps))
+        emit(records[-1], args.out)
+        scaling.append(scaling_record(system, ham, args.configs, 3))
+        emit(scaling[-1], args.out)
+    if len(scaling) >= 2:
+        fit = {"benchmark": "local_energy_scaling_fit", "exponent": round(fit_exponent(scaling), 2),
+               "systems": [r["system"] for r in scaling], "n_configs": args.configs}
+        emit(fit, args.out)
+        records.append(fit)
+    return records + scaling
+
+
+if __name__ == "__main__":
+    main()
