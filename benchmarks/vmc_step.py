@@ -56,12 +56,15 @@ def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
                                  n_layers=cfg.n_layers, dtype=torch.float64)
     state = new_state(wf, cfg)
     compact = CompactHamiltonian.from_molecular(ham)
-    results = [vmc_step(wf, compact, state.opt, state.sched, cfg, i, cfg.samples, state.generator)
-               for i in range(steps + 1)][1:]  # first step warms up (vmap tracing, allocations)
+    results, n_samples = [], cfg.samples
+    for i in range(steps + 1):  # the first step warms up (vmap tracing, allocations, sample count)
+        results.append(vmc_step(wf, compact, state.opt, state.sched, cfg, i, n_samples, state.generator))
+        n_samples = results[-1].n_samples
+    results = results[1:]
     med = {k: statistics.median(getattr(r, k) for r in results) for k in ("t_sample", "t_local", "t_grad")}
     return {
         "benchmark": "vmc_step", "system": system, "n_orbitals": ham.n_orbitals, "n_qubits": 2 * ham.n_orbitals,
-        "samples": cfg.samples, "optimizer": cfg.optimizer, "n_unique": results[-1].n_unique,
+        "samples": results[-1].n_samples, "optimizer": cfg.optimizer, "n_unique": results[-1].n_unique,
         "n_unique_connected": results[-1].n_unique_connected, **{k: round(v, 4) for k, v in med.items()},
         "t_step": round(sum(med.values()), 4), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         "threads": torch.get_num_threads(),
@@ -106,7 +109,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     torch.set_num_threads(args.threads)
     if args.quick:
         args.systems, args.samples, args.configs, args.steps = ["H2", "LiH"], 1000, 8, 1
-    cfg = VMCConfig(samples=args.samples, unique_max=0)
+    cfg = VMCConfig(samples=args.samples)
     records, scaling = [], []
     for system in args.systems:
         ham = load(system)

@@ -15,6 +15,7 @@ import numpy as np
 from hamiltonians.errors import InputError
 from hamiltonians.integrals import MolecularHamiltonian, determinant_energy
 
+MAX_NORB = 128  # dense (ij|kl) of 128 orbitals already take 2 GiB
 _HEADER_END = re.compile(r"(&END|/)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -48,6 +49,8 @@ def _parse_body(body: str, where: str) -> np.ndarray:
         table = np.array([[x.replace("D", "E").replace("d", "e") for x in row] for row in rows], dtype=np.float64)
     except ValueError:
         raise InputError(f"{where}: an integral line contains something that is not a number") from None
+    if not np.isfinite(table).all():
+        raise InputError(f"{where}: an integral line contains a value that is not finite (nan or inf)")
     return table.reshape(-1, 5)
 
 
@@ -86,6 +89,8 @@ def read_fcidump(path: str | Path) -> MolecularHamiltonian:
     n = _header_int(fields, "NORB", where)
     n_el = _header_int(fields, "NELEC", where)
     ms2 = abs(_header_int(fields, "MS2", where, default=0))
+    if n > MAX_NORB:
+        raise InputError(f"{where}: NORB={n} is more orbitals than the dense integrals can hold ({MAX_NORB})")
     if n < 1 or n_el < 1 or n_el > 2 * n:
         raise InputError(f"{where}: NELEC={n_el} electrons do not fit in NORB={n} orbitals")
     if ms2 > n_el or (n_el - ms2) % 2 or (n_el + ms2) // 2 > n:

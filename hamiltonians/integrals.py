@@ -115,6 +115,9 @@ def run_scf(spec: MoleculeSpec):
     from pyscf import scf
 
     mol = make_mole(spec)
+    if max(mol.nelec) > mol.nao_nr():
+        raise InputError(f"{max(mol.nelec)} electrons of one spin do not fit in the {mol.nao_nr()} orbitals "
+                         f"of {spec.describe()}")
     mf = scf.RHF(mol) if spec.spin == 0 else scf.ROHF(mol)
     mf.conv_tol = 1e-10
     mf.kernel()

@@ -27,7 +27,7 @@ _SYMBOLS = (
     "Ga Ge As Se Br Kr Rb Sr Y Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe"
 ).split()
 ATOMIC_NUMBER = {sym: z for z, sym in enumerate(_SYMBOLS, start=1)}
-_LABEL = re.compile(r"^([A-Za-z]{1,2})(\d*)$")
+_LABEL = re.compile(r"^([A-Za-z]{1,2})([0-9]*)$")  # ASCII digits only: PySCF reads the label
 
 
 def parse_geometry(atom: str) -> list[tuple[str, float, float, float]]:

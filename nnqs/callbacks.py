@@ -28,10 +28,13 @@ def history_row(result, e_exact: float | None) -> dict:
 class HistoryCSV:
     """Appends one row per step to ``path`` and flushes it at once (a crash loses nothing logged)."""
 
-    def __init__(self, path: str | Path, e_exact: float | None, append: bool = False) -> None:
+    def __init__(self, path: str | Path, e_exact: float | None, append: bool = False,
+                 keep_below: int | None = None) -> None:
         self.path = Path(path)
         self.e_exact = e_exact
         new = not (append and self.path.exists())
+        if not new and keep_below is not None:
+            truncate_history(self.path, keep_below)
         self.fh = open(self.path, "w" if new else "a", newline="")
         self.writer = csv.DictWriter(self.fh, fieldnames=HISTORY_FIELDS)
         if new:
@@ -47,10 +50,32 @@ class HistoryCSV:
         self.fh.close()
 
 
+def truncate_history(path: str | Path, keep_below: int) -> None:
+    """Rewrite ``path`` (atomically) keeping the header and the complete rows with step < ``keep_below``.
+
+    After a crash the log can run ahead of the last checkpoint (and end in a torn
+    line); a resumed run starts at the checkpoint's step, so those rows go.
+    """
+    from nnqs.checkpoint import atomic_write_text
+
+    with open(path, newline="") as fh:
+        lines = fh.readlines()
+    kept = lines[:1]
+    for line in lines[1:]:
+        if not line.endswith("\n"):
+            break  # torn last line
+        fields = next(csv.reader([line]), [])
+        if len(fields) == len(HISTORY_FIELDS) and fields[0].isdigit() and int(fields[0]) < keep_below:
+            kept.append(line)
+    if kept != lines:
+        atomic_write_text(path, "".join(kept))
+
+
 class Progress:
     """A one-line progress bar on a terminal; a line every ``every`` steps otherwise."""
 
-    def __init__(self, total: int, e_exact: float | None, stream: TextIO = sys.stderr, every: int = 0) -> None:
+    def __init__(self, total: int, e_exact: float | None, stream: TextIO | None = None, every: int = 0) -> None:
+        stream = sys.stderr if stream is None else stream  # looked up now, not at import
         self.total, self.e_exact, self.stream = total, e_exact, stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.every = every or max(1, total // 20)

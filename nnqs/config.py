@@ -79,6 +79,8 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise UserError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"config file {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise UserError(f"config file {path} nests arrays or tables too deeply") from None
     nested = [k for k, v in data.items() if isinstance(v, dict)]
     if nested:
         raise UserError(f"config file {path}: tables are not supported ([{nested[0]}]); use flat keys")

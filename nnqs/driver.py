@@ -6,7 +6,7 @@ restore exactly that, so a resumed run continues the same trajectory.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -14,7 +14,9 @@ import torch
 
 from nnqs.checkpoint import load_checkpoint, save_checkpoint
 from nnqs.config import config_to_dict
+from nnqs.distributed import SingleProcess
 from nnqs.errors import UserError
+from nnqs.guard import DivergenceGuard
 from nnqs.vmc import StepResult, VMCConfig, adapt_samples, make_optimizer, vmc_step
 
 Callback = Callable[[StepResult, "RunState"], None]
@@ -28,21 +30,33 @@ class RunState:
     generator: torch.Generator
     n_samples: int
     step: int = 0  # steps completed
+    comm: SingleProcess = field(default_factory=SingleProcess)  # the ranks sharing the run (not checkpointed)
 
 
-def new_state(wf, cfg: VMCConfig) -> RunState:
+def new_state(wf, cfg: VMCConfig, comm: SingleProcess | None = None) -> RunState:
     opt, sched = make_optimizer(wf, cfg)
-    generator = torch.Generator(device=wf.device).manual_seed(cfg.seed)
-    return RunState(wf, opt, sched, generator, cfg.samples)
+    generator = torch.Generator(device=wf.device).manual_seed(cfg.seed)  # the same stream on every rank
+    return RunState(wf, opt, sched, generator, cfg.samples, comm=comm or SingleProcess(cfg.device))
 
 
-def run_vmc(state: RunState, ham, cfg: VMCConfig, callbacks: Iterable[Callback] = ()) -> list[StepResult]:
-    """Run steps ``state.step .. cfg.steps - 1``, calling each callback after every step."""
+def run_vmc(
+    state: RunState, ham, cfg: VMCConfig, callbacks: Iterable[Callback] = (), guard: DivergenceGuard | None = None,
+) -> list[StepResult]:
+    """Run steps ``state.step .. cfg.steps - 1``, calling each callback after every accepted step.
+
+    ``guard`` (default: a fresh :class:`~nnqs.guard.DivergenceGuard`) rejects and retries non-finite steps.
+    """
     callbacks = list(callbacks)
+    guard = DivergenceGuard() if guard is None else guard
     results = []
     while state.step < cfg.steps:
-        result = vmc_step(state.wf, ham, state.opt, state.sched, cfg, state.step, state.n_samples, state.generator)
-        state.n_samples = adapt_samples(state.n_samples, result.n_unique, cfg)
+        guard.before_step(state)
+        result = vmc_step(
+            state.wf, ham, state.opt, state.sched, cfg, state.step, state.n_samples, state.generator, state.comm
+        )
+        if not guard.accept(result, state):
+            continue
+        state.n_samples = adapt_samples(result.n_samples, result.n_unique, cfg)
         state.step += 1
         results.append(result)
         for cb in callbacks:

@@ -2,7 +2,8 @@
 
 Used by ``nnqs vmc`` and the examples. Writes into ``out_dir``:
 ``config.toml``, ``history.csv`` (one row per step, flushed each step),
-``checkpoint.pt``, ``result.json`` and ``energy.png``.
+``checkpoint.pt``, ``result.json`` and ``energy.png``; ``events.log`` if a
+non-finite step was rolled back (:mod:`nnqs.guard`).
 """
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from hamiltonians import InputError, MolecularHamiltonian, MoleculeSpec, build_h
 from nnqs.callbacks import HistoryCSV, Progress
 from nnqs.checkpoint import atomic_write_text
 from nnqs.config import config_to_toml
+from nnqs.distributed import SingleProcess
 from nnqs.driver import Checkpointer, RunState, load_state, new_state, run_vmc
 from nnqs.errors import UserError
+from nnqs.guard import DivergenceGuard, event_logger
 from nnqs.hamiltonian import CompactHamiltonian
 from nnqs.plots import plot_energy
 from nnqs.vmc import VMCConfig, final_energy
@@ -72,39 +75,51 @@ def make_wavefunction(ham: MolecularHamiltonian, cfg: VMCConfig) -> TransformerW
 
 def run_molecule(
     spec: MoleculeSpec, cfg: VMCConfig, out_dir: str | Path, *, resume: bool = False,
-    init_model: dict | None = None, progress: bool = True, exact: bool = True,
+    init_model: dict | None = None, progress: bool = True, exact: bool = True, comm: SingleProcess | None = None,
 ) -> dict:
-    """Run VMC on ``spec``; return (and write) the result dict. ``init_model`` warm-starts."""
+    """Run VMC on ``spec``; return (and write) the result dict. ``init_model`` warm-starts.
+
+    With a communicator over several ranks (:mod:`nnqs.distributed`) every rank runs the
+    same steps on its share of the samples; rank 0 alone computes the references and writes
+    the files, progress and checkpoints (all ranks read the checkpoint on ``resume``).
+    """
     start = time.perf_counter()
+    comm = comm or SingleProcess(cfg.device)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("device cuda requested but CUDA is not available")
-    out = prepare_out_dir(out_dir)
+    out = prepare_out_dir(out_dir) if comm.is_root else Path(out_dir)
     ham = build_hamiltonian(spec)
-    refs = references_for(spec, exact)
+    refs = references_for(spec, exact and comm.is_root)
     wf = make_wavefunction(ham, cfg)
     if init_model is not None:
         wf.load_state_dict(init_model)
-    state = new_state(wf, cfg)
+    state = new_state(wf, cfg, comm)
     system = system_identity(ham)
     ckpt = out / "checkpoint.pt"
     if resume:
         load_state(ckpt, state, system)
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
-    atomic_write_text(out / "config.toml", config_to_toml(cfg))
-    history = HistoryCSV(out / "history.csv", refs["e_exact"], append=resume)
-    callbacks = [history, Checkpointer(ckpt, cfg, system)]
-    if progress:
-        callbacks.insert(0, Progress(cfg.steps, refs["e_exact"]))
+    history, callbacks = None, []
+    if comm.is_root:
+        atomic_write_text(out / "config.toml", config_to_toml(cfg))
+        history = HistoryCSV(out / "history.csv", refs["e_exact"], append=resume, keep_below=state.step)
+        callbacks = [history, Checkpointer(ckpt, cfg, system)]
+        if progress:
+            callbacks.insert(0, Progress(cfg.steps, refs["e_exact"]))
+    guard = DivergenceGuard(log=event_logger(out / "events.log") if comm.is_root else None, checkpoint=ckpt)
     try:
-        run_vmc(state, compact, cfg, callbacks)
+        run_vmc(state, compact, cfg, callbacks, guard)
     finally:
-        history.close()
-    final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch)
+        if history is not None:
+            history.close()
+    final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm)
     result = _result(ham, refs, final, cfg, wf, time.perf_counter() - start)
-    atomic_write_text(out / "result.json", json.dumps(result, indent=2) + "\n")
-    _plot(out, ham, refs)
+    result["rollbacks"] = guard.events
+    if comm.is_root:
+        atomic_write_text(out / "result.json", json.dumps(result, indent=2) + "\n")
+        _plot(out, ham, refs)
     return result
 
 
@@ -116,7 +131,7 @@ def _result(ham, refs: dict, final, cfg: VMCConfig, wf, wall: float) -> dict:
         "energy": final.energy, "energy_stderr": final.stderr, "energy_variance": final.variance,
         "e_exact": e_exact, "error_mha": None if e_exact is None else 1000 * (final.energy - e_exact),
         "e_hf": refs["e_hf"], "e_ccsd_t": refs["e_ccsd_t"], "steps": cfg.steps,
-        "final_samples": cfg.final_samples, "final_unique": int(len(final.weights)),
+        "final_samples": cfg.final_samples, "final_unique": final.n_unique,
         "wall_s": wall, "n_parameters": sum(p.numel() for p in wf.parameters()),
     }
 

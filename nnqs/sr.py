@@ -21,6 +21,8 @@ def per_sample_jacobian(wf, configs: torch.Tensor, chunk: int = 1024) -> torch.T
     columns in ``wf.parameters()`` order. Real part from log P / 2, imaginary from the phase."""
     names = [k for k, _ in wf.named_parameters()]
     params = {k: v.detach() for k, v in wf.named_parameters()}
+    if configs.shape[0] == 0:  # an empty share of the samples
+        return torch.zeros(0, sum(v.numel() for v in params.values()), dtype=torch.complex128, device=configs.device)
 
     def real_part(p, x):
         with _reparametrize_module(wf, p):
@@ -42,19 +44,27 @@ def per_sample_jacobian(wf, configs: torch.Tensor, chunk: int = 1024) -> torch.T
 
 def sr_direction(
     jacobian: torch.Tensor, local_energies: torch.Tensor, weights: torch.Tensor, energy: float,
-    shift: float = 1e-3,
+    shift: float = 1e-3, comm=None,
 ) -> torch.Tensor:
     """Natural-gradient direction ``(P,)`` float64 (see module docstring).
 
     ``jacobian`` (U, P) complex, ``local_energies`` (U,) complex, ``weights`` (U,) summing to 1.
-    ``shift`` is the diagonal shift of X X^T relative to its mean diagonal.
+    ``shift`` is the diagonal shift of X X^T relative to its mean diagonal. With a
+    communicator ``comm`` the rows are this rank's share (weights summing to 1 over all
+    ranks): the mean is all-reduced, each rank computes its rows of X X^T, and rows are
+    gathered so that every rank solves the same system (the same direction on every rank).
     """
     sw = weights.sqrt().unsqueeze(1)
-    centred = sw * (jacobian - (weights.unsqueeze(1) * jacobian).sum(0))
+    mean = (weights.unsqueeze(1) * jacobian).sum(0)
+    centred = sw * (jacobian - (mean if comm is None else comm.all_reduce_sum(mean)))
     eps = weights.sqrt() * (local_energies - energy)
     x = torch.cat([centred.real, centred.imag])  # (2U, P)
     e = torch.cat([eps.real, eps.imag])  # (2U,)
-    t = x @ x.T
+    if comm is None:
+        t = x @ x.T
+    else:  # rows of this rank: gather X, compute this rank's rows of X X^T, gather them
+        x_rows, x, e = x, comm.all_gather_rows(x), comm.all_gather_rows(e)
+        t = comm.all_gather_rows(x_rows @ x.T)
     scale = torch.diagonal(t).mean().clamp(min=1e-12)
     t.diagonal().add_(shift * scale + 1e-12)
     return x.T @ torch.linalg.solve(t, e)

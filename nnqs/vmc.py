@@ -16,8 +16,8 @@ from typing import Literal
 
 import torch
 
+from nnqs.distributed import SingleProcess, share_local_energy
 from nnqs.hamiltonian import CompactHamiltonian
-from nnqs.local_energy import local_energy
 from nnqs.sr import per_sample_jacobian, sr_direction
 
 
@@ -42,7 +42,7 @@ class VMCConfig:
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     estimator: Literal["exact", "sample-space"] = "exact"
-    unique_min: int = 0  # double the sample count while fewer unique samples are seen (0: off)
+    unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
     unique_max: int = 2048  # quarter it while more are seen (0: off)
     max_batch: int = 8192  # configurations per network call in the local energy
     final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
@@ -55,6 +55,27 @@ class VMCConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.lr <= 0 or self.lr_final < 0:
             raise ValueError("lr must be positive and lr_final non-negative")
+        check_run_limits(self)
+
+
+def check_run_limits(cfg: VMCConfig) -> None:
+    """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
+    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip"):
+        if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
+    for name, low, high in (("phase_hidden", 1, 2**20), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
+                            ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
+                            ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53)):
+        if not low <= getattr(cfg, name) <= high:
+            raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
+    if cfg.grad_clip == 0 or cfg.d_model % cfg.n_heads:
+        raise ValueError(f"need grad_clip > 0 and d_model ({cfg.d_model}) divisible by n_heads ({cfg.n_heads})")
+    try:
+        device = torch.device(cfg.device)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {cfg.device!r}")
 
 
 @dataclass
@@ -90,30 +111,38 @@ class EnergyEstimate:
     local_energies: torch.Tensor  # (U,) complex128
     weights: torch.Tensor  # (U,) float64
     n_unique_connected: int = 0
+    n_unique: int = 0  # unique samples over all ranks (U is this rank's share)
 
 
-def estimate(local_energies: torch.Tensor, counts: torch.Tensor) -> EnergyEstimate:
-    """Mean, variance and standard error of ``local_energies`` (U,) weighted by ``counts`` (U,)."""
-    n = counts.sum()
+ONE_PROCESS = SingleProcess()
+
+
+def estimate(local_energies: torch.Tensor, counts: torch.Tensor, comm: SingleProcess = ONE_PROCESS) -> EnergyEstimate:
+    """Mean, variance and standard error of ``local_energies`` (U,) weighted by ``counts`` (U,)
+    (this rank's share: sums run over all ranks of ``comm``)."""
+    totals = comm.all_reduce_sum(torch.stack([counts.sum(), torch.tensor(len(counts), device=counts.device)]))
+    n = totals[0]
     w = counts.to(torch.float64) / n.to(torch.float64)
-    mean = (w * local_energies).sum()
-    var = (w * (local_energies - mean).abs() ** 2).sum()
+    mean = comm.all_reduce_sum((w * local_energies).sum())
+    var = comm.all_reduce_sum((w * (local_energies - mean).abs() ** 2).sum())
     energy, variance = float(mean.real), float(var)
-    return EnergyEstimate(energy, variance, math.sqrt(variance / float(n)), local_energies, w)
+    return EnergyEstimate(energy, variance, math.sqrt(variance / float(n)), local_energies, w, 0, int(totals[1]))
 
 
 def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
-    estimator: str = "exact", max_batch: int = 8192,
+    estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
 
     loss = 2 Re sum_i w_i conj(E_loc_i - E) log psi(x_i), with E_loc and E held constant.
+    ``configs``, ``counts`` are the whole sample set; with several ranks each computes its
+    share (``est`` holds the share's local energies and weights) and the loss of its share.
     """
-    log_psi = wf.log_psi(configs)
-    result = local_energy(wf.log_psi, ham, configs, log_psi.detach(), estimator, max_batch)
-    est = estimate(result.values, counts)
-    est.n_unique_connected = result.n_unique_connected
+    log_psi = wf.log_psi(comm.share(configs))
+    values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm)
+    est = estimate(values, comm.share(counts), comm)
+    est.n_unique_connected = n_unique_connected
     centred = (est.local_energies - est.energy).conj()
     loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
     return est, loss
@@ -147,18 +176,32 @@ def adapt_samples(n_samples: int, n_unique: int, cfg: VMCConfig) -> int:
     return n_samples
 
 
-def vmc_step(wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator) -> StepResult:
+def draw(wf, n_samples: int, generator, unique_max: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample; while more than ``unique_max`` unique configurations come back, redraw with a
+    quarter of the samples (sampling is cheap, the unique set is what the rest of a step costs)."""
+    configs, counts = wf.sample(n_samples, generator=generator)
+    while unique_max and len(counts) > unique_max and n_samples > 100:
+        n_samples = max(100, n_samples // 4)
+        configs, counts = wf.sample(n_samples, generator=generator)
+    return configs, counts
+
+
+def vmc_step(
+    wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator, comm: SingleProcess = ONE_PROCESS,
+) -> StepResult:
     """Sample, estimate, back-propagate, clip, update; return what was measured."""
     t0 = time.perf_counter()
-    configs, counts = wf.sample(n_samples, generator=generator)
+    configs, counts = draw(wf, n_samples, generator, cfg.unique_max)
+    comm.check_same_samples(configs, counts)
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
-    est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch)
+    est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch, comm)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
-        set_sr_gradient(wf, configs, est, cfg.sr_shift)
+        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
     else:
         loss.backward()
+        comm.sum_gradients(wf.parameters())
     grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
     lr = opt.param_groups[0]["lr"]
     opt.step()
@@ -170,22 +213,26 @@ def vmc_step(wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, gen
     )
 
 
-def set_sr_gradient(wf, configs: torch.Tensor, est: EnergyEstimate, shift: float) -> None:
-    """Write the natural-gradient direction into the parameters' ``.grad``."""
+def set_sr_gradient(
+    wf, configs: torch.Tensor, est: EnergyEstimate, shift: float, comm: SingleProcess = ONE_PROCESS,
+) -> None:
+    """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share)."""
     jacobian = per_sample_jacobian(wf, configs)
-    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift)
+    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm)
     offset = 0
     for p in wf.parameters():
         p.grad = direction[offset : offset + p.numel()].view_as(p).to(p.dtype)
         offset += p.numel()
 
 
-def final_energy(wf, ham, n_samples: int, generator, max_batch: int = 8192) -> EnergyEstimate:
+def final_energy(
+    wf, ham, n_samples: int, generator, max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
+) -> EnergyEstimate:
     """Energy from fresh samples with the exact local energy (no gradient)."""
     with torch.no_grad():
         configs, counts = wf.sample(n_samples, generator=generator)
-        log_psi = wf.log_psi(configs)
-        result = local_energy(wf.log_psi, ham, configs, log_psi, "exact", max_batch)
-    est = estimate(result.values, counts)
-    est.n_unique_connected = result.n_unique_connected
+        log_psi = wf.log_psi(comm.share(configs))
+        values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, "exact", max_batch, comm)
+    est = estimate(values, comm.share(counts), comm)
+    est.n_unique_connected = n_unique_connected
     return est

@@ -2,8 +2,9 @@
 
 Each subcommand module exposes ``register(subparsers)``, which adds its parser
 and sets ``func`` (a callable taking the parsed namespace and returning an exit
-code). Errors a user can cause (:class:`hamiltonians.errors.InputError`) become
-one line on stderr and exit code 2, never a traceback.
+code). Errors a user can cause (:class:`hamiltonians.errors.InputError`, and an
+``OSError`` on a path the user named) become one line on stderr and exit code 2,
+never a traceback.
 """
 from __future__ import annotations
 
@@ -20,8 +21,14 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as a single line and exits 2."""
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)}\n")
         raise SystemExit(2)
+
+
+def one_line(message: object) -> str:
+    """``message`` on one line: line breaks and other control characters shown escaped."""
+    text = str(message).strip()
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.func(args)
     except InputError as exc:
-        sys.stderr.write(f"nnqs: error: {exc}\n")
+        sys.stderr.write(f"nnqs: error: {one_line(exc)}\n")
+        return 2
+    except OSError as exc:  # a path given by the user that cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"nnqs: error: {one_line(where + (exc.strerror or exc.__class__.__name__))}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("nnqs: interrupted\n")

@@ -1,7 +1,7 @@
 """`nnqs lm`: the arithmetic language model on the shared Transformer core.
 
     nnqs lm data --n 2000 --seed 7 --out test.json [--exclude runs/d/train.json]
-    nnqs lm train --arch decoder|seq2seq [--data FILE | --train-size 5000] --out DIR [--json]
+    nnqs lm train --arch decoder|seq2seq [--data FILE | --train-size 5000] --out DIR [--resume] [--json]
     nnqs lm eval --ckpt DIR --data FILE [--json]
     nnqs lm generate --ckpt DIR "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS" [--temperature T]
 """
@@ -68,6 +68,7 @@ def _register_train(actions: argparse._SubParsersAction) -> None:
         p.add_argument(flag, dest=key, type=kind, choices=choices, help=f"{text} (default {defaults[key]})")
     p.add_argument("--config", help="TOML file of training settings (flags override it)")
     p.add_argument("--out", required=True, help="run folder")
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --out (same settings)")
     p.add_argument("--threads", type=int, help="torch CPU threads")
     p.add_argument("--json", action="store_true", help="print the result object as the last stdout line")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -96,8 +97,8 @@ def _register_generate(actions: argparse._SubParsersAction) -> None:
 
 def _set_threads(threads: int | None) -> None:
     if threads is not None:
-        if threads < 1:
-            raise UserError(f"--threads must be >= 1, got {threads}")
+        if not 1 <= threads <= 1024:
+            raise UserError(f"--threads must be in 1..1024, got {threads}")
         torch.set_num_threads(threads)
 
 
@@ -112,7 +113,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from nnqs.lm.artifacts import finish_run_folder, run_hooks, start_run_folder
+    from nnqs.lm.artifacts import finish_run_folder, resume_from, run_hooks, start_run_folder
     from nnqs.lm.train import train
 
     _set_threads(args.threads)
@@ -120,8 +121,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     overrides.update(data=args.data, train_size=args.train_size)
     cfg = build_config(TrainConfig, args.config, overrides)
     out = Path(args.out)
+    restore = resume_from(out, cfg) if args.resume else None
     start_run_folder(out, cfg)
-    run = train(cfg, run_hooks(out, cfg.steps, progress=not args.no_progress))
+    run = train(cfg, run_hooks(out, cfg.steps, progress=not args.no_progress), restore)
     result = finish_run_folder(out, run)
     if args.json:
         print(json.dumps(result))
@@ -158,6 +160,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
     questions = torch.tensor([encode_question(q) for q in args.questions], dtype=torch.long)
     model, _ = load_lm(args.ckpt)
+    if not 0 <= args.seed < 2**63:
+        raise UserError(f"--seed must be in 0..2**63-1, got {args.seed}")
     generator = torch.Generator().manual_seed(args.seed)
     answers = generate(model, questions, sampling, generator)
     for row in answers:

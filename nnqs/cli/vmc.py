@@ -1,8 +1,13 @@
-"""`nnqs vmc SPEC ...`: a VMC run compared with exact diagonalization."""
+"""`nnqs vmc SPEC ...`: a VMC run compared with exact diagonalization.
+
+Under ``torchrun --nproc_per_node K -m nnqs vmc ...`` the run is shared by K
+processes (:mod:`nnqs.distributed`); rank 0 alone writes and prints.
+"""
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 
 from nnqs.cli.molecule_args import add_molecule_arguments, spec_from_args
@@ -46,12 +51,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nnqs.distributed import from_environment
     from nnqs.run import run_molecule
 
     cfg = build_config(VMCConfig, args.config, {k: getattr(args, k) for k in FLAGS})
     spec = spec_from_args(args)
     out = args.out or f"runs/{(spec.name or 'system').replace('/', '_')}"
-    result = run_molecule(spec, cfg, out, resume=args.resume, exact=not args.no_exact)
+    comm = from_environment(cfg.device)  # one process unless launched by torchrun
+    try:
+        cfg = replace(cfg, device=comm.device)  # cuda:LOCAL_RANK under torchrun
+        result = run_molecule(spec, cfg, out, resume=args.resume, exact=not args.no_exact, comm=comm)
+    finally:
+        comm.close()
+    if not comm.is_root:
+        return 0
     if args.json:
         print(json.dumps(result))
     else:

@@ -2,7 +2,8 @@
 
 Before training: ``DIR/config.toml``. After every validation (a training
 hook): ``DIR/checkpoint.pt`` (kind ``"lm"``: model state and hyperparameters,
-optimizer state, step, run config, vocabulary) and ``DIR/history.csv`` (one
+optimizer state, step, run config, vocabulary, history and RNG state, enough for
+``nnqs lm train --resume`` to continue exactly) and ``DIR/history.csv`` (one
 row per validation). At the end: ``DIR/curve.png`` (loss and validation
 accuracy against step), ``DIR/train.json`` (the training pairs in the A5
 format, so a later test set can exclude them) and ``DIR/result.json``.
@@ -15,7 +16,7 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
 
 import torch
 
@@ -40,8 +41,45 @@ def save_lm_checkpoint(path: str | Path, run: TrainRun) -> None:
         "step": run.step,
         "config": config_to_dict(run.cfg),
         "vocabulary": list(VOCAB),
+        "history": [dataclasses.asdict(r) for r in run.history],
+        "wall_s": run.wall_s,
+        "torch_rng": torch.get_rng_state(),
     }
     save_checkpoint(path, KIND, payload)
+
+
+# Settings a resumed run must share with its checkpoint (they fix the data, batches and model shape).
+RESUME_KEYS = ("arch", "data", "train_size", "val_size", "seed", "batch_size", "d_model", "n_layers", "n_heads", "d_ff")
+
+
+def resume_from(out: str | Path, cfg) -> Callable[[TrainRun], None]:
+    """A ``restore`` for :func:`nnqs.lm.train.train` from the checkpoint in run folder ``out``.
+
+    The checkpoint must come from a run with the same data, seed and model shape (else UserError).
+    """
+    path = Path(out) / "checkpoint.pt"
+    ckpt = load_checkpoint(path, KIND)
+    if ckpt.get("vocabulary") != list(VOCAB):
+        raise UserError(f"checkpoint {path} was written with a different vocabulary")
+    saved = ckpt.get("config") if isinstance(ckpt.get("config"), dict) else {}
+    now = config_to_dict(cfg)
+    for key in RESUME_KEYS:
+        if saved.get(key) != now[key]:
+            raise UserError(f"checkpoint {path} was trained with {key}={saved.get(key)!r}, this run has "
+                            f"{key}={now[key]!r}; resume with the same settings")
+
+    def restore(run: TrainRun) -> None:
+        try:
+            run.model.load_state_dict(ckpt["model_state"])
+            run.optimizer.load_state_dict(ckpt["optimizer"])
+            run.history = [EvalRecord(**r) for r in ckpt["history"]]
+            run.step, run.wall_s = int(ckpt["step"]), float(ckpt["wall_s"])
+            torch.set_rng_state(ckpt["torch_rng"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            reason = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"checkpoint {path} cannot be resumed ({reason})") from None
+
+    return restore
 
 
 def load_lm(path: str | Path, device: torch.device | str = "cpu") -> tuple[ArithmeticLM, dict]:
@@ -91,9 +129,10 @@ def plot_curve(path: str | Path, history: list[EvalRecord], title: str) -> None:
 
 
 def write_run_files(out: Path, run: TrainRun) -> None:
-    """Checkpoint and history (called after every validation)."""
-    save_lm_checkpoint(out / "checkpoint.pt", run)
+    """History, then checkpoint (called after every validation; both atomic, so a crash
+    leaves a history at least as long as the checkpoint, and a resume rewrites it from there)."""
     atomic_write_text(out / "history.csv", history_csv(run.history))
+    save_lm_checkpoint(out / "checkpoint.pt", run)
 
 
 def finish_run_folder(out: Path, run: TrainRun) -> dict:

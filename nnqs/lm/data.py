@@ -72,6 +72,8 @@ def generate_pairs(n: int, seed: int, exclude: set[str] | frozenset[str] = froze
     """
     if n < 0:
         raise UserError(f"number of pairs must be >= 0, got {n}")
+    if not 0 <= seed < 2**63:
+        raise UserError(f"seed must be in 0..2**63-1, got {seed}")
     gen = torch.Generator().manual_seed(seed)
     questions, answers = [], []
     for index in torch.randperm(N_QUESTIONS, generator=gen).tolist():
@@ -107,6 +109,8 @@ def load_pairs(path: str | Path) -> Pairs:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"data file {path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise UserError(f"data file {path} nests JSON too deeply") from None
     if not isinstance(data, dict):
         raise UserError(f"data file {path}: expected a JSON object with {INPUT_KEY!r} and {OUTPUT_KEY!r}")
     lists = []

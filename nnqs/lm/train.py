@@ -63,6 +63,10 @@ class TrainConfig:
             raise ValueError("need lr > 0, 0 <= min_lr_ratio <= 1, weight_decay >= 0, 0 <= dropout < 1")
         if self.warmup_steps < 0 or self.grad_clip <= 0 or (self.d_ff is not None and self.d_ff < 1):
             raise ValueError("need warmup_steps >= 0, grad_clip > 0, d_ff >= 1")
+        if not all(math.isfinite(x) for x in (self.lr, self.weight_decay, self.grad_clip)):
+            raise ValueError("lr, weight_decay and grad_clip must be finite")
+        if not 0 <= self.seed < 2**63 - VAL_SEED_OFFSET:
+            raise ValueError(f"seed must be in 0..2**63-{VAL_SEED_OFFSET + 1}, got {self.seed}")
 
 
 def model_config(cfg: TrainConfig) -> ModelConfig:
@@ -166,8 +170,14 @@ def _validate(run: TrainRun, val: Batch, losses: list[float], elapsed: float) ->
     return EvalRecord(run.step, mean_loss, lr, metrics.exact_match, metrics.token_accuracy, elapsed)
 
 
-def train(cfg: TrainConfig, hooks: Hooks | None = None) -> TrainRun:
-    """Train the model ``cfg`` describes; validate every ``cfg.eval_every`` steps and at the end."""
+def train(
+    cfg: TrainConfig, hooks: Hooks | None = None, restore: Callable[[TrainRun], None] | None = None,
+) -> TrainRun:
+    """Train the model ``cfg`` describes; validate every ``cfg.eval_every`` steps and at the end.
+
+    ``restore(run)`` (resuming) puts a checkpoint's model, optimizer, step, history and RNG
+    state into the fresh run; the batches then continue from that step exactly.
+    """
     hooks = hooks or Hooks()
     device = _device(cfg.device)
     train_pairs, val_pairs = make_datasets(cfg)
@@ -177,10 +187,14 @@ def train(cfg: TrainConfig, hooks: Hooks | None = None) -> TrainRun:
         model = build_model(model_config(cfg)).to(device)
     run = TrainRun(cfg, model, make_optimizer(model, cfg), train_pairs, val_pairs)
     batches = batch_indices(len(train_batch), cfg.batch_size, torch.Generator().manual_seed(cfg.seed))
+    if restore is not None:
+        restore(run)
+        for _ in range(run.step):  # the batches already trained on
+            next(batches)
     losses: list[float] = []
-    start = time.perf_counter()
+    start = time.perf_counter() - run.wall_s
     model.train()
-    for step in range(cfg.steps):
+    for step in range(run.step, cfg.steps):
         batch = train_batch.select(next(batches).to(device))
         losses.append(train_step(model, run.optimizer, batch, lr_at(step, cfg), cfg.grad_clip))
         run.step = step + 1

@@ -1,0 +1,115 @@
+"""Speedup of data-parallel VMC: 2 processes (torchrun, gloo) over 1 on this machine.
+
+``python -m benchmarks.distributed [--quick] [--out FILE] [--molecule N2] [--optimizers adamw sr]``
+
+For each optimizer the same run (molecule, model, seed, fixed sample count: the
+adaptive sample window is switched off) is made by ``python -m nnqs vmc`` in one
+process and by ``torchrun --nproc_per_node 2 -m nnqs vmc`` in two, each process
+with one thread. The time of a step is ``t_sample + t_local + t_grad`` from
+rank 0's history.csv (the ranks wait for each other at every all-reduce, so this
+is the wall time of the step); the median over the steps after ``warmup`` is
+compared. Both runs follow the same trajectory (same samples, same unique
+counts); ``max_energy_diff`` says how closely their step energies agree.
+Prints one JSON object per optimizer.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import emit
+
+FULL = dict(molecule="N2", steps=12, warmup=2, samples=10**5, d_model=32, n_layers=2, optimizers=("adamw", "sr"))
+QUICK = dict(molecule="H2", steps=3, warmup=1, samples=10**4, d_model=8, n_layers=1, optimizers=("adamw",))
+FIXED_SAMPLES = "unique_min = 0\nunique_max = 0\ncheckpoint_every = 100000\n"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def vmc_command(n_proc: int, size: dict, optimizer: str, config: Path, out: Path) -> list[str]:
+    """The command line of one run with ``n_proc`` processes."""
+    if n_proc == 1:
+        launcher = [sys.executable, "-m", "nnqs"]
+    else:
+        torchrun = str(Path(sys.executable).parent / "torchrun")
+        launcher = [torchrun, "--nproc_per_node", str(n_proc), "--master_port", str(free_port()), "-m", "nnqs"]
+    return launcher + [
+        "vmc", size["molecule"], "--config", str(config), "--steps", str(size["steps"]),
+        "--samples", str(size["samples"]), "--d-model", str(size["d_model"]), "--n-layers", str(size["n_layers"]),
+        "--optimizer", optimizer, "--lr", "0.01", "--threads", "1", "--no-exact", "--final-samples", "1000",
+        "--out", str(out), "--json",
+    ]  # fmt: skip
+
+
+def run_once(n_proc: int, size: dict, optimizer: str, workdir: Path) -> dict:
+    """Run VMC with ``n_proc`` processes; return per-step times, energies and unique counts."""
+    config = workdir / "fixed.toml"
+    config.write_text(FIXED_SAMPLES)
+    out = workdir / f"{optimizer}-{n_proc}"
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
+    start = time.perf_counter()
+    proc = subprocess.run(vmc_command(n_proc, size, optimizer, config, out), env=env, cwd=workdir,
+                          capture_output=True, text=True)  # fmt: skip
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{n_proc}-process run failed:\n{proc.stderr[-2000:]}")
+    with open(out / "history.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    times = [float(r["t_sample"]) + float(r["t_local"]) + float(r["t_grad"]) for r in rows]
+    return {"times": times, "energies": [float(r["energy"]) for r in rows],
+            "unique": [int(r["n_unique"]) for r in rows], "wall": wall}  # fmt: skip
+
+
+def compare(size: dict, optimizer: str, workdir: Path) -> dict:
+    """Time one optimizer with 1 and 2 processes; return the JSON record."""
+    one, two = (run_once(n, size, optimizer, workdir) for n in (1, 2))
+    w = size["warmup"]
+    t1, t2 = statistics.median(one["times"][w:]), statistics.median(two["times"][w:])
+    diff = max(abs(a - b) for a, b in zip(one["energies"], two["energies"]))
+    return {
+        "benchmark": "distributed", "molecule": size["molecule"], "optimizer": optimizer,
+        "steps": size["steps"], "warmup": w, "samples": size["samples"],
+        "median_unique": statistics.median(one["unique"][w:]), "d_model": size["d_model"],
+        "n_layers": size["n_layers"], "seconds_per_step_1": round(t1, 6), "seconds_per_step_2": round(t2, 6),
+        "speedup": round(t1 / t2, 3), "wall_s_1": round(one["wall"], 2), "wall_s_2": round(two["wall"], 2),
+        "max_energy_diff": diff, "threads_per_process": 1, "cpu_count": os.cpu_count(), "backend": "gloo",
+        "torch": torch.__version__, "machine": platform.machine(),
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.distributed", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="H2, tiny model, 3 steps (seconds)")
+    parser.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    parser.add_argument("--molecule", default=None, help="catalog molecule (default N2)")
+    parser.add_argument("--steps", type=int, default=None, help="steps per run")
+    parser.add_argument("--optimizers", nargs="*", default=None, help="adamw and/or sr")
+    args = parser.parse_args(argv)
+    size = dict(QUICK if args.quick else FULL)
+    for key in ("molecule", "steps", "optimizers"):
+        if getattr(args, key):
+            size[key] = getattr(args, key)
+    with tempfile.TemporaryDirectory(prefix="nnqs-bench-") as tmp:
+        for optimizer in size["optimizers"]:
+            emit(compare(size, optimizer, Path(tmp)), args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
