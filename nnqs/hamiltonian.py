@@ -4,7 +4,7 @@ the configurations connected to a batch of configurations, with matrix elements.
 H = e_core + sum_pq h_pq E_pq + 1/2 sum_pqrs (pq|rs) (E_pq E_rs - delta_qr E_ps),
 integrals real, in chemists' notation, over spatial MOs. Matrix elements are
 taken in the Jordan-Wigner basis |x> = prod_{q ascending, x_q = 1} a+_q |vac>
-over spin-orbitals q (2p alpha, 2p+1 beta; see :mod:`nnqs.configs`), so they
+over spin-orbitals q (2p alpha, 2p+1 beta; see :mod:`nnqs.configurations`), so they
 agree with OpenFermion's ``get_sparse_operator`` and the sector matrix of
 :func:`hamiltonians.sector_hamiltonian`.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from nnqs.configs import n_words, orbital_weights, pack
+from nnqs.keys import n_words, orbital_weights, pack
 from nnqs.hamiltonian_terms import double_terms, single_terms
 
 
@@ -42,7 +42,7 @@ def _grid(*sizes: int) -> torch.Tensor:
 class Connections:
     """Configurations connected to a batch, as packed keys and matrix elements.
 
-    ``keys`` ``(B, K, W)`` int64 packed x' (see :func:`nnqs.configs.pack`),
+    ``keys`` ``(B, K, W)`` int64 packed x' (see :func:`nnqs.keys.pack`),
     ``elements`` ``(B, K)`` float64 H[x, x'], ``diagonal`` ``(B,)`` float64 H[x, x].
     """
 

@@ -21,7 +21,7 @@ from typing import Callable, Literal
 
 import torch
 
-from nnqs.configs import lookup, pack, unique_keys, unpack
+from nnqs.keys import lookup, pack, unique_keys, unpack
 from nnqs.hamiltonian import CompactHamiltonian
 
 LogPsiFn = Callable[[torch.Tensor], torch.Tensor]

@@ -29,7 +29,7 @@ from nnqs.guard import DivergenceGuard, event_logger
 from nnqs.hamiltonian import CompactHamiltonian
 from nnqs.plots import plot_energy
 from nnqs.vmc import VMCConfig, final_energy
-from nnqs.wavefunction import TransformerWavefunction
+from nnqs.wavefunction import TransformerWavefunction, hf_bias_for
 
 
 def system_identity(ham: MolecularHamiltonian) -> dict:
@@ -70,6 +70,7 @@ def make_wavefunction(ham: MolecularHamiltonian, cfg: VMCConfig) -> TransformerW
     return TransformerWavefunction(
         ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model, n_layers=cfg.n_layers,
         n_heads=cfg.n_heads, phase_hidden=cfg.phase_hidden, dtype=dtype, device=cfg.device,
+        hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, cfg.hf_prob),
     )
 
 

@@ -32,13 +32,14 @@ class VMCConfig:
     n_layers: int = 2
     n_heads: int = 4
     phase_hidden: int = 64
+    hf_prob: float = 0.95  # P(Hartree-Fock determinant) at initialisation
     dtype: Literal["float32", "float64"] = "float64"
     device: str = "cpu"
     optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
     lr: float = 0.1
     lr_final: float = 0.01
     sr_shift: float = 1e-4  # diagonal shift of the SR matrix, relative to its mean diagonal
-    warmup: int = 20
+    warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     estimator: Literal["exact", "sample-space"] = "exact"
@@ -68,6 +69,8 @@ def check_run_limits(cfg: VMCConfig) -> None:
                             ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53)):
         if not low <= getattr(cfg, name) <= high:
             raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
+    if not 0.0 < cfg.hf_prob < 1.0:
+        raise ValueError(f"hf_prob must be in (0, 1), got {cfg.hf_prob}")
     if cfg.grad_clip == 0 or cfg.d_model % cfg.n_heads:
         raise ValueError(f"need grad_clip > 0 and d_model ({cfg.d_model}) divisible by n_heads ({cfg.n_heads})")
     try:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from nnqs.configs import pack, tokens_to_occupations, unpack
+from nnqs.keys import pack, unpack
 from nnqs.hamiltonian import CompactHamiltonian
 from tests_support import full_index, openfermion_matrix, random_integrals, sector_tokens
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from nnqs.configs import tokens_to_occupations
+from nnqs.configurations import occupations_to_tokens, tokens_to_occupations
 from nnqs.hamiltonian import CompactHamiltonian
 from nnqs.local_energy import local_energy, local_energy_dense
 from tests_support import full_index, openfermion_matrix, random_integrals, sector_tokens
@@ -74,3 +74,75 @@ def test_all_amplitudes_evaluated_once():
     assert len(torch.unique(evaluated, dim=0)) == len(evaluated)  # no x' evaluated twice
     sample_set = {tuple(t) for t in samples.tolist()}
     assert not any(tuple(t) in sample_set for t in evaluated.tolist())  # samples' amplitudes reused
+
+
+def sparse_integrals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integrals with a few nonzero entries (8-fold symmetric), touching orbitals past 31."""
+    rng = np.random.default_rng(seed)
+    h = np.zeros((n, n))
+    g = np.zeros((n, n, n, n))
+    for _ in range(12):
+        p, q = rng.integers(0, n, 2)
+        h[p, q] = h[q, p] = rng.normal()
+    for _ in range(12):
+        p, q, r, s = rng.integers(0, n, 4)
+        v = rng.normal()
+        for a, b, c, d in ((p, q, r, s), (q, p, r, s), (p, q, s, r), (q, p, s, r)):
+            g[a, b, c, d] = g[c, d, a, b] = v
+    for p in range(n):
+        h[p, p] = rng.normal()
+        g[p, p, (p + 1) % n, (p + 1) % n] = g[(p + 1) % n, (p + 1) % n, p, p] = 0.3
+    return h, g
+
+
+def pauli_matrix_elements(qubit_op, bits: tuple[int, ...]) -> dict[tuple[int, ...], complex]:
+    """<x'|H|x> for every x' reached from |x> = |bits> by the Pauli strings of ``qubit_op``."""
+    out: dict[tuple[int, ...], complex] = {}
+    for term, coeff in qubit_op.terms.items():
+        new, phase = list(bits), complex(coeff)
+        for q, op in term:
+            if op == "Z":
+                phase *= -1 if bits[q] else 1
+            elif op == "Y":
+                phase *= -1j if bits[q] else 1j
+            if op in "XY":
+                new[q] ^= 1
+        out[tuple(new)] = out.get(tuple(new), 0) + phase
+    return out
+
+
+def test_local_energy_beyond_64_qubits_matches_openfermion():
+    from openfermion import FermionOperator, jordan_wigner
+
+    n, n_alpha, n_beta = 34, 3, 2  # 68 qubits: keys span three int64 words
+    h, g = sparse_integrals(n, seed=11)
+    op = FermionOperator((), 0.25)
+    for p, q in zip(*(idx.tolist() for idx in np.nonzero(h))):
+        for s in (0, 1):
+            op += FermionOperator(((2 * p + s, 1), (2 * q + s, 0)), h[p, q])
+    for p, q, r, t in zip(*(idx.tolist() for idx in np.nonzero(g))):
+        for s1 in (0, 1):
+            for s2 in (0, 1):
+                op += FermionOperator(((2 * p + s1, 1), (2 * r + s2, 1), (2 * t + s2, 0), (2 * q + s1, 0)), 0.5 * g[p, q, r, t])
+    qubit_op = jordan_wigner(op)
+    ham = CompactHamiltonian(h, g, 0.25, n_alpha, n_beta)
+    fn = toy_log_psi(n, seed=4)
+    g_ = torch.Generator().manual_seed(3)
+    configs = []
+    for _ in range(4):  # configurations whose electrons sit where the sparse integrals act
+        t = torch.zeros(n, dtype=torch.long)
+        t[torch.randperm(n, generator=g_)[:n_alpha]] += 1
+        t[torch.randperm(n, generator=g_)[:n_beta]] += 2
+        configs.append(t)
+    configs = torch.stack(configs)
+    result = local_energy(fn, ham, configs, fn(configs), max_batch=50)
+    assert result.n_connected > 0 and result.n_evaluated > 0  # off-diagonal terms are exercised
+    for b, tokens in enumerate(configs):
+        bits = tuple(int(v) for v in tokens_to_occupations(tokens[None])[0])
+        reference = 0j
+        for target, element in pauli_matrix_elements(qubit_op, bits).items():
+            if abs(element) < 1e-14:
+                continue
+            target_tokens = occupations_to_tokens(torch.tensor([target]))
+            reference += element * complex(torch.exp(fn(target_tokens)[0] - fn(tokens[None])[0]))
+        assert abs(complex(result.values[b]) - reference) < 1e-10, (b, complex(result.values[b]), reference)

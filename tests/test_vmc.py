@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from hamiltonians import build_hamiltonian, exact_energy, get_spec, sector_hamiltonian
-from nnqs.configs import occupations_to_tokens
+from nnqs.configurations import occupations_to_tokens
 from nnqs.hamiltonian import CompactHamiltonian
 from nnqs.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc import VMCConfig, energy_and_loss, final_energy

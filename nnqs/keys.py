@@ -1,11 +1,6 @@
-"""Configurations as tokens, occupations and packed integer keys.
+"""Configurations as packed integer keys, for deduplication and lookup.
 
-Token convention (one token per spatial orbital p, written down once here):
-``token = n_alpha + 2 * n_beta`` -- 0 empty, 1 alpha, 2 beta, 3 doubly occupied.
-Spin-orbital ``2p`` is orbital p with spin alpha, ``2p + 1`` the same orbital with
-spin beta (OpenFermion's interleaved order; Jordan-Wigner qubit q = spin-orbital q).
-
-Packed keys: 31 orbitals per int64 word, ``word[w] = sum_p token[31 w + p] * 4**p``
+Tokens follow :mod:`nnqs.configurations` (``token = n_alpha + 2 * n_beta``). Packed keys: 31 orbitals per int64 word, ``word[w] = sum_p token[31 w + p] * 4**p``
 (at most 4**31 - 1 < 2**63), so any number of orbitals packs into
 ``ceil(n / 31)`` words and equal configurations have equal keys.
 """
@@ -18,18 +13,6 @@ ORBITALS_PER_WORD = 31
 
 def n_words(n_orbitals: int) -> int:
     return -(-n_orbitals // ORBITALS_PER_WORD)
-
-
-def tokens_to_occupations(tokens: torch.Tensor) -> torch.Tensor:
-    """``(B, n)`` tokens -> ``(B, 2n)`` uint8 spin-orbital occupations (alpha at 2p, beta at 2p+1)."""
-    occ = torch.stack([tokens & 1, tokens >> 1], dim=-1)
-    return occ.reshape(tokens.shape[0], -1).to(torch.uint8)
-
-
-def occupations_to_tokens(occ: torch.Tensor) -> torch.Tensor:
-    """``(B, 2n)`` spin-orbital occupations -> ``(B, n)`` int64 tokens."""
-    occ = occ.to(torch.long).reshape(occ.shape[0], -1, 2)
-    return occ[..., 0] + 2 * occ[..., 1]
 
 
 def orbital_weights(n_orbitals: int, device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
