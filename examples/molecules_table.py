@@ -16,15 +16,23 @@ from nnqs.run import run_molecule
 from nnqs.vmc import VMCConfig
 
 
+def config(args: argparse.Namespace) -> VMCConfig:
+    if args.quick:
+        return VMCConfig(steps=args.steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4,
+                         unique_min=0, unique_max=64, final_samples=10**4)
+    return VMCConfig(steps=args.steps)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--molecules", nargs="+", default=["H2", "LiH", "BeH2", "H2O", "N2"])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--out", default="runs/table")
+    parser.add_argument("--quick", action="store_true", help="a tiny model and sample set (smoke test)")
     args = parser.parse_args()
     rows = []
     for name in args.molecules:
-        cfg = VMCConfig(steps=args.steps)
+        cfg = config(args)
         rows.append({"molecule": name, **run_molecule(get_spec(name), cfg, Path(args.out) / name)})
     header = f"{'molecule':<9}{'qubits':>7}{'HF':>15}{'CCSD(T)':>15}{'VMC':>15}{'exact':>15}{'err/mHa':>10}{'wall/s':>9}"
     print(header)

@@ -45,18 +45,26 @@ def plot(path: Path, rows: list[dict]) -> None:
     fig.savefig(path, dpi=110)
 
 
+def config(args: argparse.Namespace) -> VMCConfig:
+    if args.quick:
+        return VMCConfig(steps=args.steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4,
+                         unique_min=0, unique_max=64, final_samples=10**4)
+    return VMCConfig(steps=args.steps)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--out", default="runs/n2_curve")
     parser.add_argument("--bonds", type=float, nargs="+", default=BONDS)
+    parser.add_argument("--quick", action="store_true", help="a tiny model and sample set (smoke test)")
     args = parser.parse_args()
     out = Path(args.out)
     rows, previous = [], None
     for bond in args.bonds:
         spec = MoleculeSpec(name=f"N2_{bond:.4f}", atom=f"N 0 0 0; N 0 0 {bond}")
         run_dir = out / f"r{bond:.4f}"
-        result = run_molecule(spec, VMCConfig(steps=args.steps), run_dir, init_model=previous)
+        result = run_molecule(spec, config(args), run_dir, init_model=previous)
         previous = load_model_state(run_dir)
         rows.append({"bond": bond, **result})
         print(f"r = {bond:.4f} A  VMC {result['energy']:.6f}  FCI {result['e_exact']:.6f}  "

@@ -1,0 +1,25 @@
+"""The example scripts run end to end at toy size (so they cannot rot)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(script: str, *args: str) -> None:
+    subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], check=True, cwd=ROOT,
+                   capture_output=True, text=True, timeout=600)
+
+
+def test_molecules_table(tmp_path):
+    run_example("molecules_table.py", "--molecules", "H2", "--steps", "3", "--quick", "--out", str(tmp_path))
+    rows = json.loads((tmp_path / "table.json").read_text())
+    assert rows[0]["molecule"] == "H2" and rows[0]["e_exact"] is not None
+
+
+def test_n2_dissociation_warm_start(tmp_path):
+    run_example("n2_dissociation.py", "--bonds", "1.0", "1.2", "--steps", "1", "--quick", "--out", str(tmp_path))
+    rows = json.loads((tmp_path / "curve.json").read_text())
+    assert [r["bond"] for r in rows] == [1.0, 1.2]
+    assert (tmp_path / "curve.png").is_file()
