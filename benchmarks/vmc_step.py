@@ -64,7 +64,7 @@ def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
     med = {k: statistics.median(getattr(r, k) for r in results) for k in ("t_sample", "t_local", "t_grad")}
     return {
         "benchmark": "vmc_step", "system": system, "n_orbitals": ham.n_orbitals, "n_qubits": 2 * ham.n_orbitals,
-        "samples": results[-1].n_samples, "optimizer": cfg.optimizer, "n_unique": results[-1].n_unique,
+        "samples": results[-1].n_samples, "optimizer": cfg.optimizer, "estimator": cfg.estimator, "n_unique": results[-1].n_unique,
         "n_unique_connected": results[-1].n_unique_connected, **{k: round(v, 4) for k, v in med.items()},
         "t_step": round(sum(med.values()), 4), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         "threads": torch.get_num_threads(),
@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--samples", type=int, default=10**5)
     parser.add_argument("--configs", type=int, default=64, help="U for the local-energy scaling")
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--optimizer", choices=["sr", "adamw"], default="sr")
+    parser.add_argument("--estimator", choices=["exact", "sample-space"], default="exact")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out")
     parser.add_argument("--quick", action="store_true")
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     torch.set_num_threads(args.threads)
     if args.quick:
         args.systems, args.samples, args.configs, args.steps = ["H2", "LiH"], 1000, 8, 1
-    cfg = VMCConfig(samples=args.samples)
+    cfg = VMCConfig(samples=args.samples, optimizer=args.optimizer, estimator=args.estimator)
     records, scaling = [], []
     for system in args.systems:
         ham = load(system)
