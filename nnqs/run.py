@@ -28,6 +28,7 @@ from nnqs.errors import UserError
 from nnqs.guard import DivergenceGuard, event_logger
 from nnqs.hamiltonian import CompactHamiltonian
 from nnqs.plots import plot_energy
+from nnqs.pretrain import pretrain_phase
 from nnqs.vmc import VMCConfig, final_energy
 from nnqs.wavefunction import TransformerWavefunction, hf_bias_for
 
@@ -102,6 +103,8 @@ def run_molecule(
     if resume:
         load_state(ckpt, state, system)
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
+    if cfg.phase_pretrain and init_model is None and not resume:
+        pretrain_phase(wf, compact, cfg.phase_pretrain)
     history, callbacks = None, []
     if comm.is_root:
         atomic_write_text(out / "config.toml", config_to_toml(cfg))

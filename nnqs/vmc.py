@@ -33,6 +33,7 @@ class VMCConfig:
     n_heads: int = 4
     phase_hidden: int = 64
     hf_prob: float = 0.95  # P(Hartree-Fock determinant) at initialisation
+    phase_pretrain: int = 300  # steps fitting the phase head to perturbative signs (0: off)
     dtype: Literal["float32", "float64"] = "float64"
     device: str = "cpu"
     optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
@@ -64,7 +65,7 @@ def check_run_limits(cfg: VMCConfig) -> None:
     for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip"):
         if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
-    for name, low, high in (("phase_hidden", 1, 2**20), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
+    for name, low, high in (("phase_hidden", 1, 2**20), ("phase_pretrain", 0, 10**6), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
                             ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
                             ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53)):
         if not low <= getattr(cfg, name) <= high:
