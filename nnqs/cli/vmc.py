@@ -24,6 +24,7 @@ FLAGS = {
     "d_model": (int, "Transformer width (default 32)"),
     "n_layers": (int, "Transformer blocks (default 2)"),
     "n_heads": (int, "attention heads (default 4)"),
+    "phase_pretrain": (int, "steps fitting the phase to perturbative signs first (default 300; 0: off)"),
     "dtype": (str, "float64 (default) or float32 network"),
     "device": (str, "cpu (default) or cuda"),
     "estimator": (str, "local energy during training: exact (default) or sample-space"),
