@@ -89,9 +89,9 @@ def scaling_record(system: str, ham, n_configs: int, repeats: int) -> dict:
 
 
 def fit_exponent(records: list[dict]) -> float:
-    """Least-squares slope of log(seconds) against log(n_orbitals)."""
+    """Least-squares slope of log(seconds per configuration) against log(n_orbitals)."""
     xs = [math.log(r["n_orbitals"]) for r in records]
-    ys = [math.log(r["seconds"]) for r in records]
+    ys = [math.log(r["seconds"] / r["n_configs"]) for r in records]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
