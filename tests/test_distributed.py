@@ -112,6 +112,9 @@ def test_two_process_cli_run_writes_one_result(tmp_path):
            "--steps", "5", "--d-model", "8", "--n-layers", "1", "--final-samples", "100000",
            "--out", str(out), "--json"]  # fmt: skip
     proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    if proc.returncode != 0 and "Signal" in proc.stderr:  # a rank killed by a signal (seen rarely under heavy
+        cmd[cmd.index("--master_port") + 1] = str(free_port())  # load): one retry on a fresh port
+        proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     printed = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(printed) == 1  # rank 0 alone prints the result
