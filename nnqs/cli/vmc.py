@@ -21,6 +21,8 @@ FLAGS = {
     "seed": (int, "seed of the model init and the sampler (default 0)"),
     "optimizer": (str, "sr (natural gradient, default) or adamw"),
     "lr": (float, "peak learning rate (default 0.1 for sr)"),
+    "sr_shift": (float, "SR diagonal shift relative to the mean diagonal (default 1e-4)"),
+    "unique_max": (int, "redraw with fewer samples above this many unique ones (default 2048)"),
     "d_model": (int, "Transformer width (default 32)"),
     "n_layers": (int, "Transformer blocks (default 2)"),
     "n_heads": (int, "attention heads (default 4)"),
