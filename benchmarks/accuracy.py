@@ -17,7 +17,7 @@ import torch
 from benchmarks.common import emit
 from hamiltonians import get_spec
 from nnqs.run import run_molecule
-from nnqs.vmc import VMCConfig
+from nnqs.vmc import VMCConfig, toy_config
 
 TARGETS = ["H2", "LiH", "BeH2", "H2O", "NH3", "N2"]
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     cfg = VMCConfig(steps=args.steps, threads=args.threads)
     molecules = args.molecules
     if args.quick:
-        cfg = replace(cfg, steps=20, d_model=8, n_layers=1, phase_hidden=8, final_samples=10**6)
+        cfg = replace(toy_config(20), threads=args.threads)
         molecules = ["H2"]
     records = []
     for name in molecules:

@@ -13,14 +13,11 @@ from pathlib import Path
 
 from hamiltonians import get_spec
 from nnqs.run import run_molecule
-from nnqs.vmc import VMCConfig
+from nnqs.vmc import VMCConfig, toy_config
 
 
 def config(args: argparse.Namespace) -> VMCConfig:
-    if args.quick:
-        return VMCConfig(steps=args.steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4,
-                         unique_min=0, unique_max=64, final_samples=10**4)
-    return VMCConfig(steps=args.steps)
+    return toy_config(args.steps) if args.quick else VMCConfig(steps=args.steps)
 
 
 def main() -> None:

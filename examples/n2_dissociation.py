@@ -15,7 +15,7 @@ import numpy as np
 
 from hamiltonians import MoleculeSpec
 from nnqs.run import load_model_state, run_molecule
-from nnqs.vmc import VMCConfig
+from nnqs.vmc import VMCConfig, toy_config
 
 BONDS = [0.9, 1.0977, 1.3, 1.5, 1.7, 1.9, 2.2, 2.5]
 
@@ -46,10 +46,7 @@ def plot(path: Path, rows: list[dict]) -> None:
 
 
 def config(args: argparse.Namespace) -> VMCConfig:
-    if args.quick:
-        return VMCConfig(steps=args.steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4,
-                         unique_min=0, unique_max=64, final_samples=10**4)
-    return VMCConfig(steps=args.steps)
+    return toy_config(args.steps) if args.quick else VMCConfig(steps=args.steps)
 
 
 def main() -> None:

@@ -107,7 +107,7 @@ def local_energy(
         e = e.index_add(0, owner[valid], elements[valid].to(torch.complex128) * ratio)
         values.append(e)
         n_conn += len(keys)
-    n_unique = len(unique_keys(torch.cat(seen))[0]) if seen else 0
+    n_unique = len(seen[0]) if len(seen) == 1 else len(unique_keys(torch.cat(seen))[0]) if seen else 0
     return LocalEnergyResult(torch.cat(values), n_conn, n_unique, n_eval)
 
 

@@ -60,6 +60,12 @@ class VMCConfig:
         check_run_limits(self)
 
 
+def toy_config(steps: int) -> VMCConfig:
+    """A tiny model and sample set: smoke tests of scripts in seconds, not accuracy."""
+    return VMCConfig(steps=steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4, unique_min=0,
+                     unique_max=64, final_samples=10**4)
+
+
 def check_run_limits(cfg: VMCConfig) -> None:
     """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
     for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip"):
