@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +20,7 @@ from nnqs.callbacks import HistoryCSV, Progress
 from nnqs.checkpoint import atomic_write_text
 from nnqs.config import config_to_toml
 from nnqs.distributed import SingleProcess
-from nnqs.driver import Checkpointer, RunState, load_state, new_state, run_vmc
+from nnqs.driver import Checkpointer, load_state, new_state, run_vmc
 from nnqs.errors import UserError
 from nnqs.guard import DivergenceGuard, event_logger
 from nnqs.hamiltonian import CompactHamiltonian

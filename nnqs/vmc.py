@@ -205,7 +205,8 @@ def vmc_step(
     comm.check_same_samples(configs, counts)
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
-    est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch, comm)
+    with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
+        est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch, comm)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
         set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
