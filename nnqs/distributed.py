@@ -147,6 +147,9 @@ class TorchDistributed(SingleProcess):
 
     def close(self) -> None:
         if self.dist.is_initialized():
+            # every rank reaches this point before any tears the group down: a rank that leaves
+            # while a peer is still inside a collective closes sockets the peer is reading from
+            self.dist.barrier()
             self.dist.destroy_process_group()
 
 
