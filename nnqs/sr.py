@@ -53,18 +53,39 @@ def sr_direction(
     communicator ``comm`` the rows are this rank's share (weights summing to 1 over all
     ranks): the mean is all-reduced, each rank computes its rows of X X^T, and rows are
     gathered so that every rank solves the same system (the same direction on every rank).
+
+    When no parameter moves both the modulus and the phase (the wavefunction's separate
+    phase head), Re O and Im O have disjoint columns, X X^T is block diagonal, and the
+    two U x U blocks are formed and solved apart: the same direction for a quarter of the
+    matrix product.
     """
     sw = weights.sqrt().unsqueeze(1)
     mean = (weights.unsqueeze(1) * jacobian).sum(0)
     centred = sw * (jacobian - (mean if comm is None else comm.all_reduce_sum(mean)))
     eps = weights.sqrt() * (local_energies - energy)
-    x = torch.cat([centred.real, centred.imag])  # (2U, P)
-    e = torch.cat([eps.real, eps.imag])  # (2U,)
+    used = torch.stack([centred.real.ne(0).any(0), centred.imag.ne(0).any(0)]).double()
+    used = (used if comm is None else comm.all_reduce_sum(used)) > 0  # the same on every rank
+    if bool((used[0] & used[1]).any()):
+        blocks = [(torch.cat([centred.real, centred.imag]), torch.cat([eps.real, eps.imag]), None)]
+    else:
+        blocks = [(centred.real[:, used[0]], eps.real, used[0]), (centred.imag[:, used[1]], eps.imag, used[1])]
+    systems = [_gram(x, e, comm) for x, e, _ in blocks]
+    diagonal = torch.cat([torch.diagonal(t) for _, _, t in systems])
+    lam = shift * diagonal.mean().clamp(min=1e-12) + 1e-12  # relative to the mean diagonal of all of X X^T
+    direction = torch.zeros(jacobian.shape[1], dtype=torch.float64, device=jacobian.device)
+    for (x, e, t), (_, _, columns) in zip(systems, blocks):
+        t.diagonal().add_(lam)
+        part = x.T @ torch.linalg.solve(t, e)
+        if columns is None:
+            direction = part
+        else:
+            direction[columns] = part
+    return direction
+
+
+def _gram(x: torch.Tensor, e: torch.Tensor, comm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """All ranks' rows of ``x`` and ``e`` and the Gram matrix ``X X^T`` (this rank's rows of ``x``)."""
     if comm is None:
-        t = x @ x.T
-    else:  # rows of this rank: gather X, compute this rank's rows of X X^T, gather them
-        x_rows, x, e = x, comm.all_gather_rows(x), comm.all_gather_rows(e)
-        t = comm.all_gather_rows(x_rows @ x.T)
-    scale = torch.diagonal(t).mean().clamp(min=1e-12)
-    t.diagonal().add_(shift * scale + 1e-12)
-    return x.T @ torch.linalg.solve(t, e)
+        return x, e, x @ x.T
+    x_rows, x, e = x, comm.all_gather_rows(x), comm.all_gather_rows(e)
+    return x, e, comm.all_gather_rows(x_rows @ x.T)  # each rank forms its rows of X X^T

@@ -67,10 +67,13 @@ def test_per_sample_jacobian_matches_autograd_loop(lih):
             torch.testing.assert_close(column, flat, atol=1e-10, rtol=1e-8)
 
 
-def test_sr_direction_equals_dense_parameter_space_solve():
+@pytest.mark.parametrize("separate_phase", [False, True])  # general 2U x 2U solve; two U x U blocks
+def test_sr_direction_equals_dense_parameter_space_solve(separate_phase):
     g = torch.Generator().manual_seed(0)
     u, p = 6, 15
     jac = torch.complex(torch.randn(u, p, generator=g, dtype=torch.float64), torch.randn(u, p, generator=g, dtype=torch.float64))
+    if separate_phase:  # parameters 0..8 move the modulus only, 9..14 the phase only
+        jac = torch.complex(jac.real * (torch.arange(p) < 9), jac.imag * (torch.arange(p) >= 9))
     e_loc = torch.complex(torch.randn(u, generator=g, dtype=torch.float64), 0.1 * torch.randn(u, generator=g, dtype=torch.float64))
     w = torch.rand(u, generator=g, dtype=torch.float64)
     w = w / w.sum()
