@@ -46,6 +46,7 @@ class VMCConfig:
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     estimator: Literal["exact", "sample-space"] = "exact"
+    clip: float = 0.0  # clip local energies to median +- clip * mean |deviation| in the update (0: off)
     augment: int = 0  # add this many connected configurations fed most by the samples (nnqs.augment)
     unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
     unique_max: int = 2048  # quarter it while more are seen (0: off)
@@ -71,7 +72,7 @@ def toy_config(steps: int) -> VMCConfig:
 
 def check_run_limits(cfg: VMCConfig) -> None:
     """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
-    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip"):
+    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip", "clip"):
         if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
     for name, low, high in (("phase_hidden", 1, 2**20), ("phase_pretrain", 0, 10**6), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
@@ -125,6 +126,14 @@ class EnergyEstimate:
     weights: torch.Tensor  # (U,) float64
     n_unique_connected: int = 0
     n_unique: int = 0  # unique samples over all ranks (U is this rank's share)
+    targets: torch.Tensor | None = None  # (U,) the local energies the update uses (clipped), if not these
+    target_mean: float = 0.0
+
+    def update_targets(self) -> tuple[torch.Tensor, float]:
+        """Local energies and their mean as the gradient and SR use them."""
+        if self.targets is None:
+            return self.local_energies, self.energy
+        return self.targets, self.target_mean
 
 
 ONE_PROCESS = SingleProcess()
@@ -149,6 +158,7 @@ def estimate(
 def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
     estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS, n_draws: int = 0,
+    clip: float = 0.0,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
 
@@ -160,9 +170,33 @@ def energy_and_loss(
     values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm)
     est = estimate(values, comm.share(counts), comm, n_draws)
     est.n_unique_connected = n_unique_connected
-    centred = (est.local_energies - est.energy).conj()
+    if clip:
+        est.targets = clip_local_energies(est.local_energies, est.weights, clip, comm)
+        est.target_mean = float(comm.all_reduce_sum((est.weights * est.targets).sum()).real)
+    targets, mean = est.update_targets()
+    centred = (targets - mean).conj()
     loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
     return est, loss
+
+
+def clip_local_energies(
+    local_energies: torch.Tensor, weights: torch.Tensor, k: float, comm: SingleProcess = ONE_PROCESS,
+) -> torch.Tensor:
+    """Local energies ``(U,)`` pulled to within ``k`` mean absolute deviations of their weighted
+    median (the deviation's modulus is capped, its direction in the complex plane kept).
+
+    Why: a configuration the model starves (tiny psi, large (H psi)) has a huge |E_loc|; unclipped,
+    it dominates the SR right-hand side and the step explodes unless the SR shift is large, and a
+    large shift freezes exactly those configurations. Clipped, each gets a bounded push per step.
+    """
+    values, w = comm.all_gather_rows(local_energies), comm.all_gather_rows(weights)
+    order = torch.argsort(values.real)
+    cumulative = torch.cumsum(w[order], 0)
+    median = values.real[order][torch.searchsorted(cumulative, 0.5 * cumulative[-1]).clamp(max=len(order) - 1)]
+    spread = (w * (values - median).abs()).sum() / w.sum()
+    deviation = local_energies - median
+    scale = (k * spread / deviation.abs().clamp(min=1e-300)).clamp(max=1.0)
+    return median + deviation * scale
 
 
 def lr_factor(step: int, cfg: VMCConfig) -> float:
@@ -217,7 +251,7 @@ def vmc_step(
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
-        est, loss = energy_and_loss(wf, ham, configs, weights, cfg.estimator, cfg.max_batch, comm, n_drawn)
+        est, loss = energy_and_loss(wf, ham, configs, weights, cfg.estimator, cfg.max_batch, comm, n_drawn, cfg.clip)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
         set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
@@ -251,7 +285,8 @@ def set_sr_gradient(
 ) -> None:
     """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share)."""
     jacobian = per_sample_jacobian(wf, configs)
-    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm)
+    targets, mean = est.update_targets()
+    direction = sr_direction(jacobian, targets, est.weights, mean, shift, comm)
     offset = 0
     for p in wf.parameters():
         p.grad = direction[offset : offset + p.numel()].view_as(p).to(p.dtype)
