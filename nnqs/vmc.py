@@ -40,7 +40,7 @@ class VMCConfig:
     device: str = "cpu"
     optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
     lr: float = 0.1
-    lr_final: float = 0.01
+    lr_final: float | None = None  # where the cosine decay ends (default: lr / 10)
     sr_shift: float = 1e-4  # diagonal shift of the SR matrix, relative to its mean diagonal
     warmup: int = 5
     weight_decay: float = 0.0
@@ -59,7 +59,7 @@ class VMCConfig:
         for name in ("steps", "samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.lr <= 0 or self.lr_final < 0:
+        if self.lr <= 0 or (self.lr_final is not None and self.lr_final < 0):
             raise ValueError("lr must be positive and lr_final non-negative")
         check_run_limits(self)
 
@@ -73,6 +73,8 @@ def toy_config(steps: int) -> VMCConfig:
 def check_run_limits(cfg: VMCConfig) -> None:
     """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
     for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip", "clip"):
+        if name == "lr_final" and cfg.lr_final is None:
+            continue
         if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
     for name, low, high in (("phase_hidden", 1, 2**20), ("phase_pretrain", 0, 10**6), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
@@ -204,7 +206,7 @@ def lr_factor(step: int, cfg: VMCConfig) -> float:
     if step < cfg.warmup:
         return (step + 1) / cfg.warmup
     progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    floor = cfg.lr_final / cfg.lr
+    floor = 0.1 if cfg.lr_final is None else cfg.lr_final / cfg.lr
     return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 

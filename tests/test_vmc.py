@@ -121,3 +121,15 @@ def test_clip_local_energies_caps_deviations_from_the_weighted_median():
     torch.testing.assert_close(moved / moved.abs(), (values[~inside] - median) / (values[~inside] - median).abs())
     assert int((~inside).sum()) == 2  # the two outliers, and only they
     torch.testing.assert_close(clip_local_energies(values, weights, 1e9), values)
+
+
+@pytest.mark.parametrize("lr", [0.1, 2e-3])
+def test_learning_rate_warms_up_then_decays_to_a_tenth(lr):
+    from nnqs.vmc import lr_factor
+
+    cfg = VMCConfig(steps=100, lr=lr, warmup=5)
+    factors = [lr_factor(s, cfg) for s in range(100)]
+    assert factors[:5] == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
+    assert all(a >= b for a, b in zip(factors[4:], factors[5:]))  # never rises after warmup (a small lr too)
+    assert lr_factor(100, cfg) == pytest.approx(0.1)
+    assert lr_factor(100, VMCConfig(steps=100, lr=lr, lr_final=lr / 4)) == pytest.approx(0.25)
