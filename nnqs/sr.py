@@ -44,7 +44,7 @@ def per_sample_jacobian(wf, configs: torch.Tensor, chunk: int = 1024) -> torch.T
 
 def sr_direction(
     jacobian: torch.Tensor, local_energies: torch.Tensor, weights: torch.Tensor, energy: float,
-    shift: float = 1e-3, comm=None,
+    shift: float = 1e-3, comm=None, split: bool = True,
 ) -> torch.Tensor:
     """Natural-gradient direction ``(P,)`` float64 (see module docstring).
 
@@ -57,7 +57,7 @@ def sr_direction(
     When no parameter moves both the modulus and the phase (the wavefunction's separate
     phase head), Re O and Im O have disjoint columns, X X^T is block diagonal, and the
     two U x U blocks are formed and solved apart: the same direction for a quarter of the
-    matrix product.
+    matrix product (``split=False`` forces the single 2U x 2U solve, for comparison).
     """
     sw = weights.sqrt().unsqueeze(1)
     mean = (weights.unsqueeze(1) * jacobian).sum(0)
@@ -65,7 +65,7 @@ def sr_direction(
     eps = weights.sqrt() * (local_energies - energy)
     used = torch.stack([centred.real.ne(0).any(0), centred.imag.ne(0).any(0)]).double()
     used = (used if comm is None else comm.all_reduce_sum(used)) > 0  # the same on every rank
-    if bool((used[0] & used[1]).any()):
+    if not split or bool((used[0] & used[1]).any()):
         blocks = [(torch.cat([centred.real, centred.imag]), torch.cat([eps.real, eps.imag]), None)]
     else:
         blocks = [(centred.real[:, used[0]], eps.real, used[0]), (centred.imag[:, used[1]], eps.imag, used[1])]
