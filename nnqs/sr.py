@@ -59,16 +59,22 @@ def sr_direction(
     two U x U blocks are formed and solved apart: the same direction for a quarter of the
     matrix product (``split=False`` forces the single 2U x 2U solve, for comparison).
     """
+    reduce = (lambda t: t) if comm is None else comm.all_reduce_sum
     sw = weights.sqrt().unsqueeze(1)
-    mean = (weights.unsqueeze(1) * jacobian).sum(0)
-    centred = sw * (jacobian - (mean if comm is None else comm.all_reduce_sum(mean)))
     eps = weights.sqrt() * (local_energies - energy)
-    used = torch.stack([centred.real.ne(0).any(0), centred.imag.ne(0).any(0)]).double()
-    used = (used if comm is None else comm.all_reduce_sum(used)) > 0  # the same on every rank
+    used = torch.stack([jacobian.real.ne(0).any(0), jacobian.imag.ne(0).any(0)]).double()
+    used = reduce(used) > 0  # the same on every rank (centring keeps zero columns zero)
+
+    def centred(part: torch.Tensor) -> torch.Tensor:  # sqrt(w_i) (O_i - sum_j w_j O_j), real (U, P')
+        return sw * (part - reduce((weights.unsqueeze(1) * part).sum(0)))
+
     if not split or bool((used[0] & used[1]).any()):
-        blocks = [(torch.cat([centred.real, centred.imag]), torch.cat([eps.real, eps.imag]), None)]
-    else:
-        blocks = [(centred.real[:, used[0]], eps.real, used[0]), (centred.imag[:, used[1]], eps.imag, used[1])]
+        whole = centred(torch.cat([jacobian.real, jacobian.imag], dim=1))
+        p = jacobian.shape[1]
+        blocks = [(torch.cat([whole[:, :p], whole[:, p:]]), torch.cat([eps.real, eps.imag]), None)]
+    else:  # only the columns each part moves, never the complex (U, P) matrix
+        blocks = [(centred(jacobian.real[:, used[0]]), eps.real, used[0]),
+                  (centred(jacobian.imag[:, used[1]]), eps.imag, used[1])]  # fmt: skip
     systems = [_gram(x, e, comm) for x, e, _ in blocks]
     diagonal = torch.cat([torch.diagonal(t) for _, _, t in systems])
     lam = shift * diagonal.mean().clamp(min=1e-12) + 1e-12  # relative to the mean diagonal of all of X X^T
