@@ -17,9 +17,7 @@ from typing import Literal
 import torch
 
 from nnqs.distributed import SingleProcess, share_local_energy
-from nnqs.augment import strongest_connected
 from nnqs.hamiltonian import CompactHamiltonian
-from nnqs.local_energy import evaluate_chunked
 from nnqs.sr import per_sample_jacobian, sr_direction
 
 
@@ -46,8 +44,6 @@ class VMCConfig:
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     estimator: Literal["exact", "sample-space"] = "exact"
-    clip: float = 0.0  # clip local energies to median +- clip * mean |deviation| in the update (0: off)
-    augment: int = 0  # add this many connected configurations fed most by the samples (nnqs.augment)
     unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
     unique_max: int = 2048  # quarter it while more are seen (0: off)
     max_batch: int = 8192  # configurations per network call in the local energy
@@ -72,13 +68,13 @@ def toy_config(steps: int) -> VMCConfig:
 
 def check_run_limits(cfg: VMCConfig) -> None:
     """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
-    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip", "clip"):
+    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip"):
         if name == "lr_final" and cfg.lr_final is None:
             continue
         if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
     for name, low, high in (("phase_hidden", 1, 2**20), ("phase_pretrain", 0, 10**6), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
-                            ("warmup", 0, 2**62), ("augment", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
+                            ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
                             ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53)):
         if not low <= getattr(cfg, name) <= high:
             raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
@@ -128,39 +124,26 @@ class EnergyEstimate:
     weights: torch.Tensor  # (U,) float64
     n_unique_connected: int = 0
     n_unique: int = 0  # unique samples over all ranks (U is this rank's share)
-    targets: torch.Tensor | None = None  # (U,) the local energies the update uses (clipped), if not these
-    target_mean: float = 0.0
-
-    def update_targets(self) -> tuple[torch.Tensor, float]:
-        """Local energies and their mean as the gradient and SR use them."""
-        if self.targets is None:
-            return self.local_energies, self.energy
-        return self.targets, self.target_mean
 
 
 ONE_PROCESS = SingleProcess()
 
 
-def estimate(
-    local_energies: torch.Tensor, counts: torch.Tensor, comm: SingleProcess = ONE_PROCESS, n_draws: int = 0,
-) -> EnergyEstimate:
+def estimate(local_energies: torch.Tensor, counts: torch.Tensor, comm: SingleProcess = ONE_PROCESS) -> EnergyEstimate:
     """Mean, variance and standard error of ``local_energies`` (U,) weighted by ``counts`` (U,)
-    (this rank's share: sums run over all ranks of ``comm``). ``counts`` may be float weights
-    (e.g. probabilities); the standard error then needs the number of draws ``n_draws``."""
-    totals = comm.all_reduce_sum(torch.stack([counts.sum().double(), torch.tensor(len(counts), device=counts.device).double()]))
+    (this rank's share: sums run over all ranks of ``comm``)."""
+    totals = comm.all_reduce_sum(torch.stack([counts.sum(), torch.tensor(len(counts), device=counts.device)]))
     n = totals[0]
-    w = counts.to(torch.float64) / n
+    w = counts.to(torch.float64) / n.to(torch.float64)
     mean = comm.all_reduce_sum((w * local_energies).sum())
     var = comm.all_reduce_sum((w * (local_energies - mean).abs() ** 2).sum())
     energy, variance = float(mean.real), float(var)
-    stderr = math.sqrt(variance / float(n_draws or n))
-    return EnergyEstimate(energy, variance, stderr, local_energies, w, 0, int(totals[1]))
+    return EnergyEstimate(energy, variance, math.sqrt(variance / float(n)), local_energies, w, 0, int(totals[1]))
 
 
 def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
-    estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS, n_draws: int = 0,
-    clip: float = 0.0,
+    estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
 
@@ -170,35 +153,11 @@ def energy_and_loss(
     """
     log_psi = wf.log_psi(comm.share(configs))
     values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm)
-    est = estimate(values, comm.share(counts), comm, n_draws)
+    est = estimate(values, comm.share(counts), comm)
     est.n_unique_connected = n_unique_connected
-    if clip:
-        est.targets = clip_local_energies(est.local_energies, est.weights, clip, comm)
-        est.target_mean = float(comm.all_reduce_sum((est.weights * est.targets).sum()).real)
-    targets, mean = est.update_targets()
-    centred = (targets - mean).conj()
+    centred = (est.local_energies - est.energy).conj()
     loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
     return est, loss
-
-
-def clip_local_energies(
-    local_energies: torch.Tensor, weights: torch.Tensor, k: float, comm: SingleProcess = ONE_PROCESS,
-) -> torch.Tensor:
-    """Local energies ``(U,)`` pulled to within ``k`` mean absolute deviations of their weighted
-    median (the deviation's modulus is capped, its direction in the complex plane kept).
-
-    Why: a configuration the model starves (tiny psi, large (H psi)) has a huge |E_loc|; unclipped,
-    it dominates the SR right-hand side and the step explodes unless the SR shift is large, and a
-    large shift freezes exactly those configurations. Clipped, each gets a bounded push per step.
-    """
-    values, w = comm.all_gather_rows(local_energies), comm.all_gather_rows(weights)
-    order = torch.argsort(values.real)
-    cumulative = torch.cumsum(w[order], 0)
-    median = values.real[order][torch.searchsorted(cumulative, 0.5 * cumulative[-1]).clamp(max=len(order) - 1)]
-    spread = (w * (values - median).abs()).sum() / w.sum()
-    deviation = local_energies - median
-    scale = (k * spread / deviation.abs().clamp(min=1e-300)).clamp(max=1.0)
-    return median + deviation * scale
 
 
 def lr_factor(step: int, cfg: VMCConfig) -> float:
@@ -246,14 +205,10 @@ def vmc_step(
     t0 = time.perf_counter()
     configs, counts = draw(wf, n_samples, generator, cfg.unique_max)
     comm.check_same_samples(configs, counts)
-    n_drawn, n_unique, weights, extra = int(counts.sum()), len(counts), counts, {}
-    if cfg.augment:
-        configs, weights = augmented(wf, ham, configs, cfg.augment, cfg.max_batch)
-        extra["n_augmented"] = configs.shape[0] - n_unique
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
-        est, loss = energy_and_loss(wf, ham, configs, weights, cfg.estimator, cfg.max_batch, comm, n_drawn, cfg.clip)
+        est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch, comm)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
         set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
@@ -266,20 +221,9 @@ def vmc_step(
     sched.step()
     t3 = time.perf_counter()
     return StepResult(
-        step, est.energy, est.variance, est.stderr, n_drawn, n_unique, lr, grad_norm,
-        t1 - t0, t2 - t1, t3 - t2, est.n_unique_connected, extra,
+        step, est.energy, est.variance, est.stderr, int(counts.sum()), len(counts), lr, grad_norm,
+        t1 - t0, t2 - t1, t3 - t2, est.n_unique_connected,
     )
-
-
-def augmented(wf, ham, configs: torch.Tensor, m: int, max_batch: int = 8192) -> tuple[torch.Tensor, torch.Tensor]:
-    """The unique samples plus the ``m`` connected configurations with the largest |(H psi)(y)|
-    (:mod:`nnqs.augment`), and their weights: the model's exact probabilities |psi|^2."""
-    with torch.no_grad():
-        log_psi = evaluate_chunked(wf.log_psi, configs, max_batch)
-        extra = strongest_connected(ham, configs, log_psi, m)
-        everything = torch.cat([configs, extra])
-        log_psi = torch.cat([log_psi, evaluate_chunked(wf.log_psi, extra, max_batch)])
-    return everything, torch.exp(2 * log_psi.real)
 
 
 def set_sr_gradient(
@@ -287,8 +231,7 @@ def set_sr_gradient(
 ) -> None:
     """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share)."""
     jacobian = per_sample_jacobian(wf, configs)
-    targets, mean = est.update_targets()
-    direction = sr_direction(jacobian, targets, est.weights, mean, shift, comm)
+    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm)
     offset = 0
     for p in wf.parameters():
         p.grad = direction[offset : offset + p.numel()].view_as(p).to(p.dtype)

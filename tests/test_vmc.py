@@ -105,24 +105,6 @@ def test_h2_end_to_end_reaches_fci():
     assert np.isfinite(final.stderr)
 
 
-def test_clip_local_energies_caps_deviations_from_the_weighted_median():
-    from nnqs.vmc import clip_local_energies
-
-    values = torch.tensor([-1.0, -1.1, -0.9, -1.05, 30.0 + 40.0j, -500.0], dtype=torch.complex128)
-    weights = torch.tensor([0.5, 0.2, 0.1, 0.1, 0.05, 0.05], dtype=torch.float64)
-    median = -1.0  # cumulative weight in sorted order reaches 0.5 at -1.0
-    spread = float((weights * (values - median).abs()).sum())
-    clipped = clip_local_energies(values, weights, 1.0)
-    bound = spread
-    inside = (values - median).abs() <= bound
-    torch.testing.assert_close(clipped[inside], values[inside])  # untouched within the bound
-    moved = clipped[~inside] - median
-    torch.testing.assert_close(moved.abs(), torch.full((int((~inside).sum()),), bound, dtype=torch.float64))
-    torch.testing.assert_close(moved / moved.abs(), (values[~inside] - median) / (values[~inside] - median).abs())
-    assert int((~inside).sum()) == 2  # the two outliers, and only they
-    torch.testing.assert_close(clip_local_energies(values, weights, 1e9), values)
-
-
 @pytest.mark.parametrize("lr", [0.1, 2e-3])
 def test_learning_rate_warms_up_then_decays_to_a_tenth(lr):
     from nnqs.vmc import lr_factor

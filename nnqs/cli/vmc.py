@@ -29,8 +29,6 @@ FLAGS = {
     "phase_pretrain": (int, "steps fitting the phase to perturbative signs first (default 300; 0: off)"),
     "dtype": (str, "float64 (default) or float32 network"),
     "device": (str, "cpu (default) or cuda"),
-    "clip": (float, "clip local energies in the update to median +- CLIP mean deviations (default 0: off)"),
-    "augment": (int, "add the M connected configurations the samples feed most (default 0)"),
     "estimator": (str, "local energy during training: exact (default) or sample-space"),
     "max_batch": (int, "configurations per network call in the local energy (memory knob)"),
     "final_samples": (int, "fresh samples for the reported energy (default 1e12)"),
