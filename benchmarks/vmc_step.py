@@ -8,7 +8,7 @@ Two records per system:
 * ``"vmc_step"``: a fixed model (d_model 32, 2 layers) and sample count; median
   seconds per step split into sampling / local energy / gradient (SR), unique
   samples, unique connected configurations, peak resident memory.
-* ``"local_energy_scaling"``: the exact local energy of a fixed set of U random
+* ``"local_energy_scaling"``: the local energy (``--estimator``) of a fixed set of U random
   sector configurations (the same U for every system), so the growth with the
   number of orbitals is measured at a fixed unique-sample count; the last
   record fits the exponent of time ~ n_orbitals^p.
@@ -71,7 +71,7 @@ def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
     }
 
 
-def scaling_record(system: str, ham, n_configs: int, repeats: int) -> dict:
+def scaling_record(system: str, ham, n_configs: int, repeats: int, estimator: str = "exact") -> dict:
     torch.manual_seed(0)
     wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64)
     compact = CompactHamiltonian.from_molecular(ham)
@@ -81,10 +81,10 @@ def scaling_record(system: str, ham, n_configs: int, repeats: int) -> dict:
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            result = local_energy(wf.log_psi, compact, configs, log_psi)
+            result = local_energy(wf.log_psi, compact, configs, log_psi, estimator)
             times.append(time.perf_counter() - start)
-    return {"benchmark": "local_energy_scaling", "system": system, "n_orbitals": ham.n_orbitals,
-            "n_configs": len(configs), "connected_per_config": compact.n_connected,
+    return {"benchmark": "local_energy_scaling", "system": system, "estimator": estimator,
+            "n_orbitals": ham.n_orbitals, "n_configs": len(configs), "connected_per_config": compact.n_connected,
             "n_unique_connected": result.n_unique_connected, "seconds": round(statistics.median(times), 4)}
 
 
@@ -117,11 +117,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ham = load(system)
         records.append(step_record(system, ham, cfg, args.steps))
         emit(records[-1], args.out)
-        scaling.append(scaling_record(system, ham, args.configs, 3))
+        scaling.append(scaling_record(system, ham, args.configs, 3, args.estimator))
         emit(scaling[-1], args.out)
     if len(scaling) >= 2:
         fit = {"benchmark": "local_energy_scaling_fit", "exponent": round(fit_exponent(scaling), 2),
-               "systems": [r["system"] for r in scaling], "n_configs": args.configs}
+               "systems": [r["system"] for r in scaling], "n_configs": args.configs, "estimator": args.estimator}
         emit(fit, args.out)
         records.append(fit)
     return records + scaling
