@@ -40,3 +40,24 @@ def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and words in err, err
+
+
+def test_a_model_too_large_to_allocate_ends_in_one_line(tmp_path, capsys):
+    code = main(["vmc", "H2", "--d-model", "4000000", "--n-heads", "1", "--steps", "1", "--no-exact",
+                 "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("\n") == 1 and err.startswith("nnqs: error: out of memory (tried to allocate ")
+    assert "GiB" in err and "--d-model" in err
+
+
+def test_out_of_memory_is_recognised_and_other_errors_are_not():
+    import torch
+
+    from nnqs.cli import is_out_of_memory, out_of_memory_message
+
+    assert is_out_of_memory(MemoryError())
+    assert is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert not is_out_of_memory(RuntimeError("shape mismatch"))
+    cuda = out_of_memory_message(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0)"))
+    assert "\n" not in cuda and cuda.startswith("out of memory")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from hamiltonians.errors import InputError
@@ -55,7 +56,29 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("nnqs: interrupted\n")
         return 130
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        sys.stderr.write(f"nnqs: error: {out_of_memory_message(exc)}\n")
+        return 1
     return int(code or 0)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A failed allocation: Python's MemoryError, torch's CPU allocator or a CUDA out-of-memory."""
+    text = str(exc)
+    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "out of memory" in text.lower()
+
+
+def out_of_memory_message(exc: BaseException) -> str:
+    """One line: how much was asked for (when torch says) and which knobs lower it."""
+    found = re.search(r"allocate (\d+) bytes", str(exc)) or re.search(r"allocate ([\d.]+ [KMGT]iB)", str(exc))
+    asked = ""
+    if found:
+        amount = found.group(1)
+        asked = f" (tried to allocate {int(amount) / 2**30:,.1f} GiB)" if amount.isdigit() else f" (tried to allocate {amount})"
+    return (f"out of memory{asked}: use a smaller model (--d-model, --n-layers) or smaller batches "
+            "(vmc: --max-batch, --unique-max, --samples); checkpoints already written are intact")
 
 
 if __name__ == "__main__":
