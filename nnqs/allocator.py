@@ -3,10 +3,10 @@
 Why: glibc serves every allocation above its mmap threshold (at most 32 MiB)
 with a fresh ``mmap`` and returns it with ``munmap`` on free, so each VMC step
 page-faults and zero-fills its large tensors (Jacobian, connected
-configurations, sampler buffers) again. Measured with ``nnqs vmc`` on one
-thread: LiH 60 steps 30.5 s -> 15.2 s (system time 14.8 s -> 0.5 s), H2O 30
-steps 35.5 s -> 19.5 s with peak RSS 1,157 -> 1,184 MB
-(``python -m benchmarks.allocator`` repeats the comparison).
+configurations, sampler buffers) again. Measured with ``python -m
+benchmarks.allocator`` (fresh ``nnqs vmc`` processes, one thread): LiH 60
+steps 32.9 s -> 18.0 s (kernel time 15.1 s -> 0.46 s), H2O 30 steps 36.1 s ->
+21.0 s, identical energies, peak RSS 1,156 -> 1,182 MB.
 
 :func:`reuse_freed_memory` turns ``mmap`` chunks off and raises the trim
 threshold, so freed blocks are reused by the next step. The command line calls
