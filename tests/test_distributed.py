@@ -16,6 +16,7 @@ from hamiltonians import build_hamiltonian, get_spec
 from nnqs.distributed import SingleProcess, TorchDistributed
 from nnqs.driver import new_state, run_vmc
 from nnqs.hamiltonian import CompactHamiltonian
+from nnqs.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc import VMCConfig, energy_and_loss, final_energy, set_sr_gradient
 from nnqs.wavefunction import TransformerWavefunction
 
@@ -54,6 +55,9 @@ def one_step_numbers(comm) -> dict:
         out[name + "/grad"] = flat_grad(wf)
         set_sr_gradient(wf, comm.share(c), est, 1e-4, comm)
         out[name + "/sr"] = flat_grad(wf)
+        jacobian = per_sample_jacobian(wf, comm.share(c))  # the single 2U x 2U solve across ranks too
+        out[name + "/sr-full"] = sr_direction(jacobian, est.local_energies, est.weights, est.energy, 1e-4, comm,
+                                              split=False)  # fmt: skip
     for optimizer in ("adamw", "sr"):
         cfg = VMCConfig(steps=3, samples=10**5, optimizer=optimizer, lr=0.01, warmup=1, unique_max=64)
         state = new_state(tiny_wf(ham), cfg, comm)
@@ -115,6 +119,8 @@ def test_two_gloo_processes_equal_one_process(tmp_path):
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
     single = one_step_numbers(SingleProcess())
     assert single["n_unique"] > 10
+    for name in ("exact", "sample-space", "one-sample"):  # split and full solves: the same direction
+        torch.testing.assert_close(single[name + "/sr"], single[name + "/sr-full"], atol=1e-9, rtol=1e-7)
     assert_same(ranks[0], ranks[1])  # every rank holds the same statistics and directions
     assert_same(single, ranks[0])
 
