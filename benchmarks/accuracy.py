@@ -8,13 +8,12 @@ error_mha, within_chemical_accuracy, wall_s, n_parameters, threads.
 """
 from __future__ import annotations
 
-import argparse
 import tempfile
 from dataclasses import replace
 
 import torch
 
-from benchmarks.common import emit
+from benchmarks.common import benchmark_parser, emit
 from hamiltonians import get_spec
 from nnqs.run import run_molecule
 from nnqs.vmc import VMCConfig, toy_config
@@ -34,12 +33,10 @@ def measure(name: str, cfg: VMCConfig) -> dict:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser("accuracy", __doc__, "H2, 20 steps, a tiny model")
     parser.add_argument("--molecules", nargs="+", default=TARGETS)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", help="append the JSON lines to this file too")
-    parser.add_argument("--quick", action="store_true", help="H2, 20 steps, a tiny model")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     cfg = VMCConfig(steps=args.steps, threads=args.threads)

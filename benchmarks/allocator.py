@@ -9,17 +9,15 @@ wall seconds of each, the speedup, system (kernel) seconds and peak RSS.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchmarks.common import emit
+from benchmarks.common import benchmark_parser, emit, software
 
 FULL = dict(jobs=(("LiH", 60), ("H2O", 30)), extra=(), repeats=1)
 QUICK = dict(jobs=(("H2", 3),), extra=("--d-model", "8", "--n-layers", "1", "--final-samples", "1000",
@@ -51,9 +49,7 @@ def run_job(molecule: str, steps: int, extra: tuple, system_malloc: bool) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.allocator", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="H2, 3 steps, a tiny model")
-    parser.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    parser = benchmark_parser("allocator", __doc__, "H2, 3 steps, a tiny model")
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args(argv)
     size = QUICK if args.quick else FULL
@@ -74,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             "peak_rss_mb_system_malloc": round(med["system"]["peak_rss_mb"], 1),
             "peak_rss_mb_reuse": round(med["reuse"]["peak_rss_mb"], 1),
             "same_energy": runs["system"][0]["energy"] == runs["reuse"][0]["energy"],
-            "threads": 1, "machine": platform.machine(),
+            "threads": 1, **software(),
         }, args.out)  # fmt: skip
     return 0
 

@@ -14,10 +14,8 @@ Prints one JSON object per optimizer.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -26,9 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 
-from benchmarks.common import emit
+from benchmarks.common import benchmark_parser, emit, software
 
 FULL = dict(molecule="N2", steps=12, warmup=2, samples=10**5, d_model=32, n_layers=2, optimizers=("adamw", "sr"))
 QUICK = dict(molecule="H2", steps=3, warmup=1, samples=10**4, d_model=8, n_layers=1, optimizers=("adamw",))
@@ -92,14 +89,12 @@ def compare(size: dict, optimizer: str, workdir: Path) -> dict:
         "n_layers": size["n_layers"], "seconds_per_step_1": round(t1, 6), "seconds_per_step_2": round(t2, 6),
         "speedup": round(t1 / t2, 3), "wall_s_1": round(one["wall"], 2), "wall_s_2": round(two["wall"], 2),
         "max_energy_diff": diff, "threads_per_process": 1, "cpu_count": os.cpu_count(), "backend": "gloo",
-        "torch": torch.__version__, "machine": platform.machine(),
+        **software(),
     }  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.distributed", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="H2, tiny model, 3 steps (seconds)")
-    parser.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    parser = benchmark_parser("distributed", __doc__, "H2, tiny model, 3 steps (seconds)")
     parser.add_argument("--molecule", default=None, help="catalog molecule (default N2)")
     parser.add_argument("--steps", type=int, default=None, help="steps per run")
     parser.add_argument("--optimizers", nargs="*", default=None, help="adamw and/or sr")

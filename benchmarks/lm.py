@@ -12,13 +12,11 @@ only checks the pipeline.
 """
 from __future__ import annotations
 
-import argparse
-import platform
 import time
 
 import torch
 
-from benchmarks.common import emit
+from benchmarks.common import benchmark_parser, emit, software
 from nnqs.lm.data import encode_pairs, generate_pairs
 from nnqs.lm.evaluate import evaluate
 from nnqs.lm.generate import generate
@@ -51,17 +49,15 @@ def run_one(arch: str, quick: bool, test_size: int) -> dict:
         "test_pairs": metrics.n_pairs, "test_exact_match": metrics.exact_match,
         "test_token_accuracy": metrics.token_accuracy,
         "generate_cached_s": round(t_cached, 4), "generate_no_cache_s": round(t_full, 4),
-        "torch": torch.__version__, "machine": platform.machine(),
+        **software(),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="toy sizes (seconds), for CI")
+    parser = benchmark_parser("lm", __doc__, "toy sizes (seconds), for CI")
     parser.add_argument("--arch", nargs="+", default=["decoder", "seq2seq"], choices=["decoder", "seq2seq"])
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--test-size", type=int, default=None, help="fresh test pairs (2000; 100 with --quick)")
-    parser.add_argument("--out", default=None, help="also append the JSON lines to this file")
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)

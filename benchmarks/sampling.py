@@ -13,13 +13,11 @@ a rare binomial draw).
 """
 from __future__ import annotations
 
-import argparse
 import os
-import platform
 
 import torch
 
-from benchmarks.common import emit, median_seconds
+from benchmarks.common import benchmark_parser, emit, median_seconds, software
 from nnqs import TransformerWavefunction
 
 FULL = dict(orbitals=(10, 20, 40, 60), n_samples=10**6, d_model=64, n_layers=2, n_heads=4, repeats=3)
@@ -63,14 +61,12 @@ def run_one(n_orbitals: int, size: dict, device: torch.device, threads: int) -> 
         "d_model": size["d_model"], "n_layers": size["n_layers"], "n_heads": size["n_heads"],
         "dtype": "float32", "repeats_cached": n_cached, "repeats_uncached": n_full, "threads": threads,
         "device": str(device),
-        "torch": torch.__version__, "machine": platform.machine(),
+        **software(),
     }  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.sampling", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="toy sizes, one repeat (seconds)")
-    parser.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    parser = benchmark_parser("sampling", __doc__, "toy sizes, one repeat (seconds)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
     parser.add_argument("--orbitals", type=int, nargs="*", default=None, help="override the system sizes")

@@ -12,13 +12,11 @@ directions (they are the same vector up to rounding).
 """
 from __future__ import annotations
 
-import argparse
 import os
-import platform
 
 import torch
 
-from benchmarks.common import emit, median_seconds
+from benchmarks.common import benchmark_parser, emit, median_seconds, software
 from hamiltonians import build_hamiltonian, get_spec
 from nnqs.run import make_wavefunction
 from nnqs.sr import per_sample_jacobian, sr_direction
@@ -48,14 +46,12 @@ def run_one(molecule: str, u: int, repeats: int, threads: int) -> dict:
         "benchmark": "sr_solve", "molecule": molecule, "unique": len(configs), "parameters": jacobian.shape[1],
         "seconds_split": round(t_split, 6), "seconds_full": round(t_full, 6), "speedup": round(t_full / t_split, 3),
         "max_difference": float((split - full).abs().max()), "direction_norm": float(full.norm()),
-        "threads": threads, "torch": torch.__version__, "machine": platform.machine(),
+        "threads": threads, **software(),
     }  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.sr_solve", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="LiH, tiny U, one repeat (seconds)")
-    parser.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    parser = benchmark_parser("sr_solve", __doc__, "LiH, tiny U, one repeat (seconds)")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

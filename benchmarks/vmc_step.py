@@ -15,7 +15,6 @@ Two records per system:
 """
 from __future__ import annotations
 
-import argparse
 import math
 import resource
 import statistics
@@ -23,7 +22,7 @@ import time
 
 import torch
 
-from benchmarks.common import emit
+from benchmarks.common import benchmark_parser, emit
 from hamiltonians import build_hamiltonian, get_spec
 from nnqs.driver import new_state
 from nnqs.hamiltonian import CompactHamiltonian
@@ -97,7 +96,7 @@ def fit_exponent(records: list[dict]) -> float:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser("vmc_step", __doc__, "H2 and LiH, tiny sizes (seconds)")
     parser.add_argument("--systems", nargs="+", default=SYSTEMS)
     parser.add_argument("--samples", type=int, default=10**5)
     parser.add_argument("--configs", type=int, default=64, help="U for the local-energy scaling")
@@ -105,8 +104,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--optimizer", choices=["sr", "adamw"], default="sr")
     parser.add_argument("--estimator", choices=["exact", "sample-space"], default="exact")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out")
-    parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.quick:
