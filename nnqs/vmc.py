@@ -141,6 +141,17 @@ def estimate(local_energies: torch.Tensor, counts: torch.Tensor, comm: SinglePro
     return EnergyEstimate(energy, variance, math.sqrt(variance / float(n)), local_energies, w, 0, int(totals[1]))
 
 
+def share_estimate(
+    wf, ham, configs: torch.Tensor, counts: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
+) -> tuple[EnergyEstimate, torch.Tensor]:
+    """Energy statistics of the sample set and this rank's log psi (with its graph when grad is on)."""
+    log_psi = wf.log_psi(comm.share(configs))
+    values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm)
+    est = estimate(values, comm.share(counts), comm)
+    est.n_unique_connected = n_unique_connected
+    return est, log_psi
+
+
 def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
     estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
@@ -151,10 +162,7 @@ def energy_and_loss(
     ``configs``, ``counts`` are the whole sample set; with several ranks each computes its
     share (``est`` holds the share's local energies and weights) and the loss of its share.
     """
-    log_psi = wf.log_psi(comm.share(configs))
-    values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm)
-    est = estimate(values, comm.share(counts), comm)
-    est.n_unique_connected = n_unique_connected
+    est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm)
     centred = (est.local_energies - est.energy).conj()
     loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
     return est, loss
@@ -244,8 +252,4 @@ def final_energy(
     """Energy from fresh samples with the exact local energy (no gradient)."""
     with torch.no_grad():
         configs, counts = wf.sample(n_samples, generator=generator)
-        log_psi = wf.log_psi(comm.share(configs))
-        values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, "exact", max_batch, comm)
-    est = estimate(values, comm.share(counts), comm)
-    est.n_unique_connected = n_unique_connected
-    return est
+        return share_estimate(wf, ham, configs, counts, "exact", max_batch, comm)[0]
