@@ -18,6 +18,7 @@ import torch
 
 from nnqs.distributed import SingleProcess, share_local_energy
 from nnqs.hamiltonian import CompactHamiltonian
+from nnqs.nn.schedule import warmup_cosine
 from nnqs.sr import per_sample_jacobian, sr_direction
 
 
@@ -169,12 +170,9 @@ def energy_and_loss(
 
 
 def lr_factor(step: int, cfg: VMCConfig) -> float:
-    """Linear warmup over ``cfg.warmup`` steps, then cosine decay from lr to lr_final."""
-    if step < cfg.warmup:
-        return (step + 1) / cfg.warmup
-    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    """Linear warmup over ``cfg.warmup`` steps, then cosine decay from lr to lr_final (lr / 10)."""
     floor = 0.1 if cfg.lr_final is None else cfg.lr_final / cfg.lr
-    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+    return warmup_cosine(step, cfg.warmup, cfg.steps, floor)
 
 
 def make_optimizer(wf, cfg: VMCConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:

@@ -24,6 +24,7 @@ from nnqs.errors import UserError
 from nnqs.lm.data import Batch, Pairs, encode_pairs, generate_pairs, load_pairs
 from nnqs.lm.evaluate import Metrics, evaluate
 from nnqs.lm.models import ArithmeticLM, ModelConfig, build_model, n_parameters
+from nnqs.nn.schedule import warmup_cosine
 
 VAL_SEED_OFFSET = 1_000_003
 
@@ -82,11 +83,7 @@ def make_datasets(cfg: TrainConfig) -> tuple[Pairs, Pairs]:
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warmup to ``cfg.lr``, then cosine decay to ``cfg.lr * cfg.min_lr_ratio`` at ``cfg.steps``."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    progress = (step - cfg.warmup_steps) / max(cfg.steps - cfg.warmup_steps, 1)
-    cosine = 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
-    return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * cosine)
+    return cfg.lr * warmup_cosine(step, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
