@@ -15,8 +15,8 @@ import torch
 
 from benchmarks.common import benchmark_parser, emit
 from hamiltonians import get_spec
-from nnqs.run import run_molecule
-from nnqs.vmc import VMCConfig, toy_config
+from nnqs.vmc.run import run_molecule
+from nnqs.vmc.step import VMCConfig, toy_config
 
 TARGETS = ["H2", "LiH", "BeH2", "H2O", "NH3", "N2"]
 

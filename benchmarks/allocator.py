@@ -1,4 +1,4 @@
-"""`nnqs vmc` with glibc's default malloc vs :func:`nnqs.allocator.reuse_freed_memory`.
+"""`nnqs vmc` with glibc's default malloc vs :func:`nnqs.common.allocator.reuse_freed_memory`.
 
 ``python -m benchmarks.allocator [--quick] [--out FILE] [--repeats R]``
 

@@ -18,9 +18,9 @@ import torch
 
 from benchmarks.common import benchmark_parser, emit, median_seconds, software
 from hamiltonians import build_hamiltonian, get_spec
-from nnqs.run import make_wavefunction
-from nnqs.sr import per_sample_jacobian, sr_direction
-from nnqs.vmc import VMCConfig
+from nnqs.vmc.run import make_wavefunction
+from nnqs.vmc.sr import per_sample_jacobian, sr_direction
+from nnqs.vmc.step import VMCConfig
 
 FULL = dict(molecule="N2", sizes=(256, 512, 1024), repeats=3)
 QUICK = dict(molecule="LiH", sizes=(16, 32), repeats=1)

@@ -24,11 +24,11 @@ import torch
 
 from benchmarks.common import benchmark_parser, emit
 from hamiltonians import build_hamiltonian, get_spec
-from nnqs.driver import new_state
-from nnqs.hamiltonian import CompactHamiltonian
-from nnqs.local_energy import local_energy
-from nnqs.vmc import VMCConfig, vmc_step
-from nnqs.wavefunction import TransformerWavefunction
+from nnqs.vmc.driver import new_state
+from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.local_energy import local_energy
+from nnqs.vmc.step import VMCConfig, vmc_step
+from nnqs.vmc.wavefunction import TransformerWavefunction
 
 SYSTEMS = ["LiH", "H2O", "N2", "H2O/6-31g", "H2O/cc-pvdz"]
 

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from hamiltonians import get_spec
-from nnqs.run import run_molecule
-from nnqs.vmc import VMCConfig, toy_config
+from nnqs.vmc.run import run_molecule
+from nnqs.vmc.step import VMCConfig, toy_config
 
 
 def config(args: argparse.Namespace) -> VMCConfig:

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonians import MoleculeSpec
-from nnqs.run import load_model_state, run_molecule
-from nnqs.vmc import VMCConfig, toy_config
+from nnqs.vmc.run import load_model_state, run_molecule
+from nnqs.vmc.step import VMCConfig, toy_config
 
 BONDS = [0.9, 1.0977, 1.3, 1.5, 1.7, 1.9, 2.2, 2.5]
 

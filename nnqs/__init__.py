@@ -1,5 +1,19 @@
-"""nnqs: neural-network quantum states for molecules, and an LM mode on the same core."""
-from nnqs.wavefunction import TransformerWavefunction
+"""nnqs: neural-network quantum states for molecules, and an LM mode on the same core.
+
+Subpackages: ``nnqs.nn`` (the shared Transformer core), ``nnqs.vmc`` (the wavefunction
+and variational Monte Carlo), ``nnqs.lm`` (the arithmetic language model),
+``nnqs.common`` (the run layer both modes use) and ``nnqs.cli`` (the ``nnqs`` command).
+"""
+from __future__ import annotations
 
 __version__ = "0.1.0"
 __all__ = ["TransformerWavefunction", "__version__"]
+
+
+def __getattr__(name: str):
+    # Lazy, so that importing nnqs.lm never imports the VMC side (and the reverse).
+    if name == "TransformerWavefunction":
+        from nnqs.vmc.wavefunction import TransformerWavefunction
+
+        return TransformerWavefunction
+    raise AttributeError(f"module 'nnqs' has no attribute {name!r}")

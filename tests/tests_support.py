@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import torch
 
-from nnqs.configurations import tokens_to_occupations
+from nnqs.vmc.configurations import tokens_to_occupations
 
 
 def random_integrals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

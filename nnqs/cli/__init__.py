@@ -14,7 +14,7 @@ import re
 import sys
 
 from hamiltonians.errors import InputError
-from nnqs.allocator import reuse_freed_memory
+from nnqs.common.allocator import reuse_freed_memory
 
 SUBCOMMAND_MODULES = ("nnqs.cli.exact", "nnqs.cli.vmc", "nnqs.cli.lm")
 
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    reuse_freed_memory()  # about 2x faster VMC steps on glibc (see nnqs.allocator)
+    reuse_freed_memory()  # about 2x faster VMC steps on glibc (see nnqs.common.allocator)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
-from nnqs.config import build_config
-from nnqs.errors import UserError
+from nnqs.common.config import build_config
+from nnqs.common.errors import UserError
 from nnqs.lm.train import TrainConfig
 
 # (flag, config key, type, help) of the training hyperparameters exposed as flags

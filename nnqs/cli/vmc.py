@@ -1,7 +1,7 @@
 """`nnqs vmc SPEC ...`: a VMC run compared with exact diagonalization.
 
 Under ``torchrun --nproc_per_node K -m nnqs vmc ...`` the run is shared by K
-processes (:mod:`nnqs.distributed`); rank 0 alone writes and prints.
+processes (:mod:`nnqs.common.distributed`); rank 0 alone writes and prints.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import replace
 
 
 from nnqs.cli.molecule_args import add_molecule_arguments, spec_from_args
-from nnqs.config import build_config
-from nnqs.vmc import VMCConfig
+from nnqs.common.config import build_config
+from nnqs.vmc.step import VMCConfig
 
 # CLI flag -> VMCConfig field (flags left out keep the TOML or default value).
 FLAGS = {
@@ -54,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnqs.distributed import from_environment
-    from nnqs.run import run_molecule
+    from nnqs.common.distributed import from_environment
+    from nnqs.vmc.run import run_molecule
 
     cfg = build_config(VMCConfig, args.config, {k: getattr(args, k) for k in FLAGS})
     spec = spec_from_args(args)

@@ -20,9 +20,9 @@ from typing import Callable, TextIO
 
 import torch
 
-from nnqs.checkpoint import atomic_write_bytes, atomic_write_text, load_checkpoint, save_checkpoint
-from nnqs.config import config_to_dict, config_to_toml
-from nnqs.errors import UserError
+from nnqs.common.checkpoint import atomic_write_bytes, atomic_write_text, load_checkpoint, save_checkpoint
+from nnqs.common.config import config_to_dict, config_to_toml
+from nnqs.common.errors import UserError
 from nnqs.lm.data import save_pairs
 from nnqs.lm.models import ArithmeticLM, ModelConfig, build_model
 from nnqs.lm.tokenizer import VOCAB

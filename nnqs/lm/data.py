@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from nnqs.checkpoint import atomic_write_text
-from nnqs.errors import UserError
+from nnqs.common.checkpoint import atomic_write_text
+from nnqs.common.errors import UserError
 from nnqs.lm.tokenizer import PAD, encode_answer, encode_question
 
 MAX_OPERAND = 49

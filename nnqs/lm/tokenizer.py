@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from nnqs.errors import UserError
+from nnqs.common.errors import UserError
 
 DIGITS = tuple(str(d) for d in range(10))
 WORDS = ("POSITIVE", "NEGATIVE", "add", "subtract", "BOS", "EOS")

@@ -20,7 +20,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from nnqs.errors import UserError
+from nnqs.common.errors import UserError
 from nnqs.lm.data import Batch, Pairs, encode_pairs, generate_pairs, load_pairs
 from nnqs.lm.evaluate import Metrics, evaluate
 from nnqs.lm.models import ArithmeticLM, ModelConfig, build_model, n_parameters

@@ -9,7 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzz_support import FUZZ, TEXT, run_cli
-from nnqs.errors import UserError
+from nnqs.common.errors import UserError
 from nnqs.lm.data import load_pairs
 from nnqs.lm.tokenizer import VOCAB
 

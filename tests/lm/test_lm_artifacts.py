@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from nnqs.checkpoint import load_checkpoint, save_checkpoint
-from nnqs.errors import UserError
+from nnqs.common.checkpoint import load_checkpoint, save_checkpoint
+from nnqs.common.errors import UserError
 from nnqs.lm.artifacts import finish_run_folder, load_lm, run_hooks, start_run_folder
 from nnqs.lm.data import encode_pairs
 from nnqs.lm.train import TrainConfig, train

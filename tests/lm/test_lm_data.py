@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnqs.cli import main
-from nnqs.errors import UserError
+from nnqs.common.errors import UserError
 from nnqs.lm import data
 from nnqs.lm.tokenizer import PAD, encode_answer, encode_question
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from nnqs.errors import UserError
+from nnqs.common.errors import UserError
 from nnqs.lm.data import encode_pairs, generate_pairs
 from nnqs.lm.generate import GREEDY, Sampling, answer_to_text, filtered_probs, generate, pick_next
 from nnqs.lm.models import ModelConfig, build_model

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import nnqs.lm.artifacts as artifacts
-from nnqs.checkpoint import load_checkpoint
+from nnqs.common.checkpoint import load_checkpoint
 from nnqs.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """Tokenizer: A5's vocabulary order, digit-by-digit numbers, strict question/answer shapes."""
 import pytest
 
-from nnqs.errors import UserError
+from nnqs.common.errors import UserError
 from nnqs.lm import tokenizer as tk
 
 

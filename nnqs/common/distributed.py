@@ -1,0 +1,172 @@
+"""Data-parallel VMC: one optimisation over K processes (``torchrun``), or one process.
+
+A :class:`Communicator` is all the VMC code knows of the other processes:
+``rank``, ``world_size``, ``is_root``, the rank's ``device``, sums
+(``all_reduce_sum``), row gathers (``all_gather_rows``) and the sample share
+of this rank (``share`` / ``unshare``). :class:`SingleProcess` is the default:
+every operation is the identity and torch.distributed is never imported.
+:class:`TorchDistributed` wraps an initialised torch.distributed process group
+(gloo on CPU, NCCL on CUDA, where rank r uses ``cuda:LOCAL_RANK``);
+:func:`from_environment` builds one from torchrun's environment variables.
+
+How the work is split. Sampling is cheap and deterministic given the sampler's
+generator, and the unique-prefix sampler returns a few thousand unique
+configurations however many samples are requested. So *every* rank draws the
+same unique set (identical models, identically seeded ``torch.Generator``),
+then rank r keeps the disjoint share ``configs[r::K]``, ``counts[r::K]`` for
+log psi with its graph, the loss and the per-sample Jacobian of SR. The
+duplicated sampling is small next to the local energy, no samples travel
+between processes, and the sum over shares is the single-process sum over the
+same samples. Weights are ``count / n_samples`` with the total over all ranks;
+energy statistics, AdamW gradients and the mean log-derivative of SR are
+all-reduced. The local energy splits the network work, not the samples:
+neighbouring samples share most connected x', so every rank enumerates and
+deduplicates the x' of all samples (no network involved) and evaluates log psi
+on its share of the distinct x', and the amplitudes are gathered
+(:func:`nnqs.vmc.local_energy.share_local_energy`). SR gathers the centred Jacobian rows, each rank
+computes its rows of the 2U x 2U matrix X X^T (the costly product), the rows
+are gathered and every rank solves the same small system. Like
+DistributedDataParallel, this relies on all-reduce giving every rank the same
+bits, which keeps the models (hence the samples) identical; each step checks
+that the ranks drew the same samples.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+import torch
+
+from nnqs.common.errors import UserError
+
+
+class SingleProcess:
+    """The one-process communicator: sums and gathers are the identity."""
+
+    rank = 0
+    world_size = 1
+    is_root = True
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
+
+    def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The element-wise sum over ranks (a new tensor; the input is left alone)."""
+        return tensor
+
+    def all_gather_rows(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every rank's rows ``(n_r, ...)``, concatenated in rank order -> ``(sum n_r, ...)``."""
+        return tensor
+
+    def share(self, tensor: torch.Tensor) -> torch.Tensor:
+        """This rank's rows ``tensor[rank::world_size]`` of a tensor known to every rank."""
+        return tensor
+
+    def unshare(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Inverse of :meth:`share`: every rank's share put back in the original row order."""
+        return tensor
+
+    def sum_gradients(self, parameters: Iterable[torch.nn.Parameter]) -> None:
+        """Replace each ``.grad`` by its sum over ranks (a missing one counts as zero)."""
+
+    def check_same_samples(self, configs: torch.Tensor, counts: torch.Tensor) -> None:
+        """Raise if the ranks hold different sample sets (they must draw identical ones)."""
+
+    def close(self) -> None:
+        """Leave the process group (nothing to do for one process)."""
+
+
+class TorchDistributed(SingleProcess):
+    """A communicator over the default torch.distributed process group (already initialised)."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        import torch.distributed as dist
+
+        assert dist.is_initialized(), "initialise the process group first (see from_environment)"
+        super().__init__(device)
+        self.dist = dist
+        self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+        self.is_root = self.rank == 0
+
+    def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        out = tensor.detach().clone()
+        self.dist.all_reduce(torch.view_as_real(out) if out.is_complex() else out)
+        return out
+
+    def all_gather_rows(self, tensor: torch.Tensor) -> torch.Tensor:
+        # sizes first, then equal-sized (padded) blocks, then strip the padding
+        n = torch.tensor([tensor.shape[0]], dtype=torch.int64, device=tensor.device)
+        sizes = [torch.zeros_like(n) for _ in range(self.world_size)]
+        self.dist.all_gather(sizes, n)
+        sizes = [int(s) for s in sizes]
+        rows = max(sizes)
+        padded = tensor.detach().contiguous()
+        if tensor.shape[0] < rows:
+            padded = torch.cat([padded, padded.new_zeros((rows - tensor.shape[0], *tensor.shape[1:]))])
+        out = padded.new_empty((self.world_size * rows, *tensor.shape[1:]))  # blocks written in place
+        real = (lambda t: torch.view_as_real(t)) if padded.is_complex() else (lambda t: t)
+        self.dist.all_gather([real(b) for b in out.split(rows)], real(padded))
+        if all(s == rows for s in sizes):
+            return out
+        return torch.cat([out[r * rows : r * rows + s] for r, s in enumerate(sizes)])
+
+    def share(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor[self.rank :: self.world_size]
+
+    def unshare(self, tensor: torch.Tensor) -> torch.Tensor:
+        gathered = self.all_gather_rows(tensor)
+        total, k = gathered.shape[0], self.world_size
+        out = torch.empty_like(gathered)
+        offset = 0
+        for r in range(k):
+            size = (total - r + k - 1) // k  # len(range(r, total, k))
+            out[r::k] = gathered[offset : offset + size]
+            offset += size
+        return out
+
+    def sum_gradients(self, parameters: Iterable[torch.nn.Parameter]) -> None:
+        params = list(parameters)
+        if not params:
+            return
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+        self.dist.all_reduce(flat)  # one call for the whole model
+        offset = 0
+        for p in params:
+            p.grad = flat[offset : offset + p.numel()].view_as(p).clone()
+            offset += p.numel()
+
+    def check_same_samples(self, configs: torch.Tensor, counts: torch.Tensor) -> None:
+        position = torch.arange(1, configs.shape[1] + 1, device=configs.device)
+        mine = torch.stack([
+            torch.tensor(configs.shape[0], device=counts.device), counts.sum(),
+            (configs.long() * position).sum(), (counts * configs.long().sum(1)).sum(),
+        ])  # fmt: skip
+        if not bool((self.all_reduce_sum(mine) == self.world_size * mine).all()):
+            raise RuntimeError(f"rank {self.rank}: the ranks drew different samples (models out of sync)")
+
+    def close(self) -> None:
+        if self.dist.is_initialized():
+            # every rank reaches this point before any tears the group down: a rank that leaves
+            # while a peer is still inside a collective closes sockets the peer is reading from
+            self.dist.barrier()
+            self.dist.destroy_process_group()
+
+
+def from_environment(device: str = "cpu") -> SingleProcess:
+    """The communicator of this process: :class:`TorchDistributed` under ``torchrun`` with
+    ``WORLD_SIZE`` > 1 (process group from ``MASTER_ADDR``/``MASTER_PORT``/``RANK``; gloo on
+    CPU, NCCL on ``cuda`` with this process on ``cuda:LOCAL_RANK``), else :class:`SingleProcess`."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return SingleProcess(device)
+    import torch.distributed as dist
+
+    backend = "gloo"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise UserError("device cuda requested but CUDA is not available")
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        torch.cuda.set_device(device)
+        backend = "nccl"
+    if not dist.is_initialized():
+        dist.init_process_group(backend)
+    return TorchDistributed(device)

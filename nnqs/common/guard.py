@@ -1,0 +1,146 @@
+"""Divergence guard of the VMC loop: reject a non-finite step, roll back, lower the learning rate.
+
+Before each step the guard keeps an in-memory copy of the run state (model,
+optimiser and schedule state, requested sample count). After the step it checks
+that the energy, its variance, the gradient norm and every parameter are
+finite. If not, the step is rejected: the copy is restored, the learning rate
+is multiplied by ``lr_factor`` (in the schedule's base rates, so a checkpoint
+and a resumed run keep it), the event is reported, and the step is tried again
+with fresh samples (the sampler's generator is not rewound). After
+``max_failures`` rejections in a row the run stops with a
+:class:`DivergenceError`; since rejected steps never reach the callbacks, the
+checkpoint on disk is the last good state.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from nnqs.common.errors import UserError
+
+
+class DivergenceError(UserError):
+    """The run kept producing non-finite values and was stopped (one line)."""
+
+
+@dataclass
+class Snapshot:
+    """A copy of everything a step changes, except the sampler's generator."""
+
+    model: dict
+    optimizer: dict
+    scheduler: dict
+    n_samples: int
+
+
+def take_snapshot(state) -> Snapshot:
+    """Deep copies of ``state``'s model, optimiser and schedule state dicts."""
+    model = {k: v.detach().clone() for k, v in state.wf.state_dict().items()}
+    return Snapshot(model, copy.deepcopy(state.opt.state_dict()), copy.deepcopy(state.sched.state_dict()),
+                    state.n_samples)
+
+
+def restore_snapshot(state, snap: Snapshot) -> None:
+    """Put ``snap`` back into ``state`` (in place)."""
+    state.wf.load_state_dict(snap.model)
+    state.opt.load_state_dict(copy.deepcopy(snap.optimizer))
+    state.sched.load_state_dict(copy.deepcopy(snap.scheduler))
+    state.n_samples = snap.n_samples
+
+
+def scale_learning_rate(opt: torch.optim.Optimizer, sched, factor: float) -> None:
+    """Multiply the current and the scheduled learning rates by ``factor``."""
+    for group in opt.param_groups:
+        group["lr"] *= factor
+    if hasattr(sched, "base_lrs"):
+        sched.base_lrs = [lr * factor for lr in sched.base_lrs]
+    if getattr(sched, "_last_lr", None) is not None:
+        sched._last_lr = [group["lr"] for group in opt.param_groups]
+
+
+def non_finite_reason(result, wf: torch.nn.Module) -> str | None:
+    """What is not finite after a step (energy, variance, gradient, parameters), or None."""
+    for name in ("energy", "variance", "grad_norm"):
+        value = getattr(result, name)
+        if not math.isfinite(value):
+            return f"{name} {value}"
+    for name, p in wf.named_parameters():
+        if not bool(torch.isfinite(p).all()):
+            return f"parameter {name}"
+    return None
+
+
+@dataclass
+class DivergenceGuard:
+    """Wraps each step of :func:`nnqs.vmc.driver.run_vmc`; see the module docstring.
+
+    ``log(line)`` receives one line per event; ``checkpoint`` is named in the
+    final error message.
+    """
+
+    max_failures: int = 5
+    lr_factor: float = 0.5
+    log: Callable[[str], None] | None = None
+    checkpoint: str | Path | None = None
+    failures: int = 0  # rejections in a row
+    events: list[dict] = field(default_factory=list)
+    _snap: Snapshot | None = None
+
+    def before_step(self, state) -> None:
+        """Copy the state about to be stepped from (kept only while its parameters are finite)."""
+        if self._snap is None or all(bool(torch.isfinite(p).all()) for p in state.wf.parameters()):
+            self._snap = take_snapshot(state)
+
+    def accept(self, result, state) -> bool:
+        """True if the step is good; otherwise roll back, lower the rate, maybe stop (raises)."""
+        reason = non_finite_reason(result, state.wf)
+        if reason is None:
+            self.failures = 0
+            return True
+        assert self._snap is not None, "before_step was not called"
+        self.failures += 1
+        restore_snapshot(state, self._snap)
+        scale_learning_rate(state.opt, state.sched, self.lr_factor)
+        lr = state.opt.param_groups[0]["lr"]
+        event = {"step": state.step, "event": "rollback", "reason": f"non-finite {reason}",
+                 "failures_in_a_row": self.failures, "new_lr": lr}
+        self.events.append(event)
+        self._report(f"step {state.step}: non-finite {reason}; rolled back, learning rate now {lr:.3g} "
+                     f"(failure {self.failures}/{self.max_failures})")
+        if self.failures >= self.max_failures:
+            where = ""
+            if self.checkpoint is not None:
+                saved = Path(self.checkpoint).is_file()
+                where = f"; last good checkpoint: {self.checkpoint}" if saved else "; no checkpoint was written yet"
+            raise DivergenceError(f"run diverged {self.failures} times in a row at step {state.step} "
+                                  f"(non-finite {reason}){where}")
+        return False
+
+    def _report(self, line: str) -> None:
+        if self.log is not None:
+            self.log(line)
+
+
+def event_logger(events_file: str | Path | None, stream=None) -> Callable[[str], None]:
+    """A ``log`` for :class:`DivergenceGuard`: each line to ``stream`` (stderr) and appended to ``events_file``."""
+    import sys
+    import time
+
+    stream = sys.stderr if stream is None else stream
+
+    def log(line: str) -> None:
+        stream.write(f"nnqs: warning: {line}\n")
+        stream.flush()
+        if events_file is not None:
+            with open(events_file, "a") as fh:
+                fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    return log

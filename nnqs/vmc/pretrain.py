@@ -1,0 +1,48 @@
+"""Sign pretraining of the phase head from first-order perturbation theory.
+
+For a configuration x' connected to the Hartree-Fock determinant |0>, first-order
+perturbation theory gives c(x') / c(0) = -H[x', 0] / (E_x' - E_0) with
+E_x' > E_0, so the relative sign of x' is -sign(H[x', 0]) in the same
+Jordan-Wigner basis the local energy uses. A short supervised fit sets the
+phase head to those signs (phi(x') - phi(0) = 0 or pi) before VMC starts.
+
+Why: VMC from random phases stalls on plateaus where important excitations
+carry the wrong sign; their amplitudes are pushed down before their phases can
+turn (seen on H2O with exact enumeration: 6 of the 31 configurations of weight
+> 1e-5 had the wrong sign at a 24 mHa plateau).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.keys import unpack
+
+
+def perturbative_signs(wf, ham: CompactHamiltonian) -> tuple[torch.Tensor, torch.Tensor]:
+    """Configurations connected to HF ``(M, n)`` (HF first) and their target phases ``(M,)`` in {0, pi}."""
+    hf = wf.hf_config().unsqueeze(0)
+    conn = ham.connections(hf)
+    keep = conn.elements[0] != 0
+    targets = unpack(conn.keys[0][keep], ham.n_orbitals).to(hf.device)
+    phases = (conn.elements[0][keep] > 0).to(torch.float64) * math.pi
+    return torch.cat([hf, targets]), torch.cat([phases.new_zeros(1), phases])
+
+
+def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e-2) -> float:
+    """Fit the phase head so phi(x') - phi(HF) matches the perturbative signs; return the final
+    mean loss 1 - cos(phi(x') - phi(HF) - target) (0 when every sign is right)."""
+    configs, target = perturbative_signs(wf, ham)
+    params = [p for name, p in wf.named_parameters() if name.startswith("phase")]
+    assert params, "the wavefunction has no phase parameters"
+    opt = torch.optim.Adam(params, lr=lr)
+    loss = torch.zeros(())
+    for _ in range(steps):
+        phi = wf.phase(configs).double()
+        loss = (1 - torch.cos(phi[1:] - phi[0] - target[1:])).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return float(loss.detach())

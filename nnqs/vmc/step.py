@@ -1,0 +1,254 @@
+"""Variational Monte Carlo: energy, gradient and one optimisation step.
+
+Energy E = sum_i w_i E_loc(x_i), w_i = count_i / n_samples, over the unique
+samples of the autoregressive sampler (exact, independent draws from |psi|^2,
+so the standard error is sqrt(Var E_loc / n_samples)). Gradient
+dE/dtheta = 2 Re sum_i w_i (E_loc(x_i) - E)^* d log psi(x_i) / dtheta, obtained
+by back-propagating the surrogate loss of :func:`energy_and_loss`.
+Energies and statistics are float64, in Hartree.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+
+from nnqs.common.distributed import SingleProcess
+from nnqs.vmc.local_energy import share_local_energy
+from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.nn.schedule import warmup_cosine
+from nnqs.vmc.sr import per_sample_jacobian, sr_direction
+
+
+@dataclass(frozen=True)
+class VMCConfig:
+    """Everything that defines a VMC run (saved with every result and checkpoint)."""
+
+    steps: int = 400
+    samples: int = 10**12  # requested samples per step: cheap, the unique set is what costs (may adapt)
+    seed: int = 0
+    d_model: int = 32
+    n_layers: int = 2
+    n_heads: int = 4
+    phase_hidden: int = 64
+    hf_prob: float = 0.95  # P(Hartree-Fock determinant) at initialisation
+    phase_pretrain: int = 300  # steps fitting the phase head to perturbative signs (0: off)
+    dtype: Literal["float32", "float64"] = "float64"
+    device: str = "cpu"
+    optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
+    lr: float = 0.1
+    lr_final: float | None = None  # where the cosine decay ends (default: lr / 10)
+    sr_shift: float = 1e-4  # diagonal shift of the SR matrix, relative to its mean diagonal
+    warmup: int = 5
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    estimator: Literal["exact", "sample-space"] = "exact"
+    unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
+    unique_max: int = 2048  # quarter it while more are seen (0: off)
+    max_batch: int = 8192  # configurations per network call in the local energy
+    final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
+    checkpoint_every: int = 50
+    threads: int = 0  # torch threads (0: leave torch's default)
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.lr <= 0 or (self.lr_final is not None and self.lr_final < 0):
+            raise ValueError("lr must be positive and lr_final non-negative")
+        check_run_limits(self)
+
+
+def toy_config(steps: int) -> VMCConfig:
+    """A tiny model and sample set: smoke tests of scripts in seconds, not accuracy."""
+    return VMCConfig(steps=steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4, unique_min=0,
+                     unique_max=64, final_samples=10**4)
+
+
+def check_run_limits(cfg: VMCConfig) -> None:
+    """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
+    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip"):
+        if name == "lr_final" and cfg.lr_final is None:
+            continue
+        if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
+    for name, low, high in (("phase_hidden", 1, 2**20), ("phase_pretrain", 0, 10**6), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
+                            ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
+                            ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53)):
+        if not low <= getattr(cfg, name) <= high:
+            raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
+    if not 0.0 < cfg.hf_prob < 1.0:
+        raise ValueError(f"hf_prob must be in (0, 1), got {cfg.hf_prob}")
+    if cfg.grad_clip == 0 or cfg.d_model % cfg.n_heads:
+        raise ValueError(f"need grad_clip > 0 and d_model ({cfg.d_model}) divisible by n_heads ({cfg.n_heads})")
+    try:
+        device = torch.device(cfg.device)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {cfg.device!r}")
+
+
+@dataclass
+class StepResult:
+    """What one VMC step measured (energies in Hartree, times in seconds)."""
+
+    step: int
+    energy: float
+    variance: float
+    stderr: float
+    n_samples: int
+    n_unique: int
+    lr: float
+    grad_norm: float
+    t_sample: float
+    t_local: float
+    t_grad: float
+    n_unique_connected: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def t_step(self) -> float:
+        return self.t_sample + self.t_local + self.t_grad
+
+
+@dataclass
+class EnergyEstimate:
+    """Weighted statistics of local energies."""
+
+    energy: float
+    variance: float
+    stderr: float
+    local_energies: torch.Tensor  # (U,) complex128
+    weights: torch.Tensor  # (U,) float64
+    n_unique_connected: int = 0
+    n_unique: int = 0  # unique samples over all ranks (U is this rank's share)
+
+
+ONE_PROCESS = SingleProcess()
+
+
+def estimate(local_energies: torch.Tensor, counts: torch.Tensor, comm: SingleProcess = ONE_PROCESS) -> EnergyEstimate:
+    """Mean, variance and standard error of ``local_energies`` (U,) weighted by ``counts`` (U,)
+    (this rank's share: sums run over all ranks of ``comm``)."""
+    totals = comm.all_reduce_sum(torch.stack([counts.sum(), torch.tensor(len(counts), device=counts.device)]))
+    n = totals[0]
+    w = counts.to(torch.float64) / n.to(torch.float64)
+    mean = comm.all_reduce_sum((w * local_energies).sum())
+    var = comm.all_reduce_sum((w * (local_energies - mean).abs() ** 2).sum())
+    energy, variance = float(mean.real), float(var)
+    return EnergyEstimate(energy, variance, math.sqrt(variance / float(n)), local_energies, w, 0, int(totals[1]))
+
+
+def share_estimate(
+    wf, ham, configs: torch.Tensor, counts: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
+) -> tuple[EnergyEstimate, torch.Tensor]:
+    """Energy statistics of the sample set and this rank's log psi (with its graph when grad is on)."""
+    log_psi = wf.log_psi(comm.share(configs))
+    values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm)
+    est = estimate(values, comm.share(counts), comm)
+    est.n_unique_connected = n_unique_connected
+    return est, log_psi
+
+
+def energy_and_loss(
+    wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
+    estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
+) -> tuple[EnergyEstimate, torch.Tensor]:
+    """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
+
+    loss = 2 Re sum_i w_i conj(E_loc_i - E) log psi(x_i), with E_loc and E held constant.
+    ``configs``, ``counts`` are the whole sample set; with several ranks each computes its
+    share (``est`` holds the share's local energies and weights) and the loss of its share.
+    """
+    est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm)
+    centred = (est.local_energies - est.energy).conj()
+    loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
+    return est, loss
+
+
+def lr_factor(step: int, cfg: VMCConfig) -> float:
+    """Linear warmup over ``cfg.warmup`` steps, then cosine decay from lr to lr_final (lr / 10)."""
+    floor = 0.1 if cfg.lr_final is None else cfg.lr_final / cfg.lr
+    return warmup_cosine(step, cfg.warmup, cfg.steps, floor)
+
+
+def make_optimizer(wf, cfg: VMCConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW on the plain gradient, or SGD on the SR direction; warmup + cosine schedule."""
+    if cfg.optimizer == "sr":
+        opt = torch.optim.SGD(wf.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    else:
+        opt = torch.optim.AdamW(wf.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
+    return opt, sched
+
+
+def adapt_samples(n_samples: int, n_unique: int, cfg: VMCConfig) -> int:
+    """Grow or shrink the requested sample count to keep the unique count in the window."""
+    if cfg.unique_min and n_unique < cfg.unique_min:
+        return min(n_samples * 2, 10**12)
+    if cfg.unique_max and n_unique > cfg.unique_max:
+        return max(n_samples // 4, 100)
+    return n_samples
+
+
+def draw(wf, n_samples: int, generator, unique_max: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample; while more than ``unique_max`` unique configurations come back, redraw with a
+    quarter of the samples (sampling is cheap, the unique set is what the rest of a step costs)."""
+    configs, counts = wf.sample(n_samples, generator=generator)
+    while unique_max and len(counts) > unique_max and n_samples > 100:
+        n_samples = max(100, n_samples // 4)
+        configs, counts = wf.sample(n_samples, generator=generator)
+    return configs, counts
+
+
+def vmc_step(
+    wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator, comm: SingleProcess = ONE_PROCESS,
+) -> StepResult:
+    """Sample, estimate, back-propagate, clip, update; return what was measured."""
+    t0 = time.perf_counter()
+    configs, counts = draw(wf, n_samples, generator, cfg.unique_max)
+    comm.check_same_samples(configs, counts)
+    t1 = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
+        est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch, comm)
+    t2 = time.perf_counter()
+    if cfg.optimizer == "sr":
+        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
+    else:
+        loss.backward()
+        comm.sum_gradients(wf.parameters())
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
+    lr = opt.param_groups[0]["lr"]
+    opt.step()
+    sched.step()
+    t3 = time.perf_counter()
+    return StepResult(
+        step, est.energy, est.variance, est.stderr, int(counts.sum()), len(counts), lr, grad_norm,
+        t1 - t0, t2 - t1, t3 - t2, est.n_unique_connected,
+    )
+
+
+def set_sr_gradient(
+    wf, configs: torch.Tensor, est: EnergyEstimate, shift: float, comm: SingleProcess = ONE_PROCESS,
+) -> None:
+    """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share)."""
+    jacobian = per_sample_jacobian(wf, configs)
+    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm)
+    offset = 0
+    for p in wf.parameters():
+        p.grad = direction[offset : offset + p.numel()].view_as(p).to(p.dtype)
+        offset += p.numel()
+
+
+def final_energy(
+    wf, ham, n_samples: int, generator, max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
+) -> EnergyEstimate:
+    """Energy from fresh samples with the exact local energy (no gradient)."""
+    with torch.no_grad():
+        configs, counts = wf.sample(n_samples, generator=generator)
+        return share_estimate(wf, ham, configs, counts, "exact", max_batch, comm)[0]

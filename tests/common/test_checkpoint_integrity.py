@@ -1,0 +1,105 @@
+"""Checkpoints refuse tampered, truncated, foreign and other-system files with one clear line;
+history.csv is cut back to the checkpoint on resume."""
+import pickle
+
+import pytest
+import torch
+
+from nnqs.common.callbacks import HISTORY_FIELDS, truncate_history
+from nnqs.common.checkpoint import load_checkpoint, save_checkpoint
+from nnqs.cli import main
+from nnqs.common.errors import UserError
+
+TINY = ["--d-model", "8", "--n-layers", "1", "--final-samples", "1000", "--no-exact", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ck") / "checkpoint.pt"
+    save_checkpoint(path, "vmc", {"step": 3, "w": torch.arange(6.0), "config": {"lr": 0.1}})
+    return path
+
+
+def refused(path, kind="vmc") -> str:
+    with pytest.raises(UserError) as exc:
+        load_checkpoint(path, kind)
+    message = str(exc.value)
+    assert "\n" not in message
+    return message
+
+
+def test_every_flipped_byte_is_refused(sealed, tmp_path):
+    raw = sealed.read_bytes()
+    assert load_checkpoint(sealed, "vmc")["step"] == 3
+    bad = tmp_path / "bad.pt"
+    for i in range(len(raw)):
+        bad.write_bytes(raw[:i] + bytes([raw[i] ^ 0x01]) + raw[i + 1:])
+        refused(bad)
+
+
+def test_truncated_extended_and_foreign_files_are_refused(sealed, tmp_path):
+    raw = sealed.read_bytes()
+    bad = tmp_path / "bad.pt"
+    for n in sorted({0, 1, 10, len(raw) // 3, len(raw) // 2, len(raw) - 79, len(raw) - 78, len(raw) - 1}):
+        bad.write_bytes(raw[:n])
+        assert "corrupt" in refused(bad)
+    bad.write_bytes(raw + b"\n")
+    assert "corrupt" in refused(bad)
+    torch.save({"format": "nnqs", "version": 1, "kind": "vmc", "step": 1}, bad)  # unsealed
+    assert "not an nnqs checkpoint" in refused(bad)
+    bad.write_bytes(pickle.dumps({"step": 1}))
+    refused(bad)
+    bad.write_text("hello")
+    refused(bad)
+    assert "expected 'lm'" in refused(sealed, "lm")
+    assert "no checkpoint" in refused(tmp_path / "missing.pt")
+
+
+def one_line_exit_2(argv, capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("nnqs: error:"), err
+    return err[0]
+
+
+@pytest.fixture(scope="module")
+def h2_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("h2") / "run"
+    assert main(["vmc", "H2", "--steps", "2", *TINY, "--out", str(out)]) == 0
+    return out
+
+
+def test_resume_refuses_another_molecule_or_model_shape(h2_run, capsys):
+    capsys.readouterr()
+    err = one_line_exit_2(["vmc", "LiH", "--steps", "3", *TINY, "--out", str(h2_run), "--resume"], capsys)
+    assert "another system" in err
+    err = one_line_exit_2(["vmc", "--geometry", "H 0 0 0; H 0 0 0.9", "--steps", "3", *TINY,
+                           "--out", str(h2_run), "--resume"], capsys)
+    assert "another system" in err
+    wider = [a if a != "8" else "16" for a in TINY]
+    err = one_line_exit_2(["vmc", "H2", "--steps", "3", *wider, "--out", str(h2_run), "--resume"], capsys)
+    assert "does not fit this model" in err
+    err = one_line_exit_2(["lm", "eval", "--ckpt", str(h2_run), "--data", str(h2_run / "config.toml")], capsys)
+    assert "'vmc' checkpoint, expected 'lm'" in err
+
+
+def test_resume_refuses_a_tampered_checkpoint(h2_run, tmp_path, capsys):
+    out = tmp_path / "copy"
+    out.mkdir()
+    raw = bytearray((h2_run / "checkpoint.pt").read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    (out / "checkpoint.pt").write_bytes(bytes(raw))
+    capsys.readouterr()
+    err = one_line_exit_2(["vmc", "H2", "--steps", "3", *TINY, "--out", str(out), "--resume"], capsys)
+    assert "corrupt or was modified" in err
+
+
+def test_truncate_history_keeps_complete_rows_before_the_checkpoint(tmp_path):
+    path = tmp_path / "history.csv"
+    header = ",".join(HISTORY_FIELDS) + "\r\n"
+    rows = ["".join(f"{s}," + ",".join(["1.5"] * (len(HISTORY_FIELDS) - 1)) + "\r\n") for s in range(8)]
+    path.write_bytes((header + "".join(rows) + "8,1.5,1.").encode())  # torn last line
+    truncate_history(path, 5)
+    assert path.read_bytes() == (header + "".join(rows[:5])).encode()
+    truncate_history(path, 10)  # nothing to cut
+    assert path.read_bytes() == (header + "".join(rows[:5])).encode()

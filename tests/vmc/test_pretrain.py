@@ -1,0 +1,33 @@
+"""Phase pretraining: targets follow first-order perturbation theory, and the fit reaches them."""
+import math
+
+import numpy as np
+import torch
+
+from hamiltonians import build_hamiltonian, get_spec, sector_hamiltonian
+from nnqs.vmc.configurations import occupations_to_tokens
+from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.pretrain import perturbative_signs, pretrain_phase
+from nnqs.vmc.wavefunction import TransformerWavefunction
+
+
+def test_targets_match_first_order_signs_and_fit_sets_them():
+    ham = build_hamiltonian(get_spec("LiH"))
+    compact = CompactHamiltonian.from_molecular(ham)
+    torch.manual_seed(0)
+    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=16, dtype=torch.float64)
+    configs, target = perturbative_signs(wf, compact)
+    # independent reference: the sector matrix row of the HF determinant
+    occ, matrix = sector_hamiltonian(ham)
+    basis = {tuple(t): i for i, t in enumerate(occupations_to_tokens(torch.from_numpy(occ)).tolist())}
+    hf_row = matrix[basis[tuple(configs[0].tolist())]].toarray().ravel()
+    for x, phase in zip(configs[1:].tolist(), target[1:].tolist()):
+        element = hf_row[basis[tuple(x)]]
+        assert element != 0 and (phase == math.pi) == (element > 0)
+    assert len(configs) - 1 == np.count_nonzero(hf_row) - 1  # every nonzero off-diagonal element of the HF row
+    loss = pretrain_phase(wf, compact, steps=300)
+    assert loss < 1e-3
+    with torch.no_grad():
+        phi = wf.phase(configs).double()
+    relative = torch.cos(phi[1:] - phi[0])
+    assert torch.all(torch.sign(relative) == torch.where(target[1:] > 0, -1.0, 1.0))
