@@ -10,7 +10,8 @@ from hamiltonians.catalog import CATALOG, CatalogEntry, catalog_names, get_spec
 from hamiltonians.errors import InputError
 from hamiltonians.exact import exact_energy
 from hamiltonians.fcidump import read_fcidump, write_fcidump
-from hamiltonians.integrals import MolecularHamiltonian, build_hamiltonian
+from hamiltonians.integrals import build_hamiltonian
+from hamiltonians.molecular import MolecularHamiltonian
 from hamiltonians.qubit import get_qubit_operator
 from hamiltonians.references import References, exact_references
 from hamiltonians.sector import sector_basis, sector_dim, sector_hamiltonian

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonians.errors import InputError
-from hamiltonians.integrals import MolecularHamiltonian
+from hamiltonians.molecular import MolecularHamiltonian
 from hamiltonians.sector import sector_dim, sector_matrix, sector_states
 
 METHODS = ("fci", "ed")

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonians.errors import InputError
-from hamiltonians.integrals import MolecularHamiltonian, determinant_energy
+from hamiltonians.molecular import MolecularHamiltonian, core_and_active, determinant_energy, freeze_core
+from hamiltonians.spec import MoleculeSpec, check_active_electrons
 
 MAX_NORB = 128  # dense (ij|kl) of 128 orbitals already take 2 GiB
 _HEADER_END = re.compile(r"(&END|/)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -101,6 +102,19 @@ def read_fcidump(path: str | Path) -> MolecularHamiltonian:
     h1e, eri, e_core = _fill(table, n, where)
     n_alpha, n_beta = (n_el + ms2) // 2, (n_el - ms2) // 2
     return MolecularHamiltonian(h1e, eri, e_core, n, n_alpha, n_beta, f"FCIDUMP {Path(path).name}",
+                                determinant_energy(h1e, eri, e_core, n_alpha, n_beta), "FCIDUMP")
+
+
+def hamiltonian_from_fcidump(spec: MoleculeSpec) -> MolecularHamiltonian:
+    """Read the spec's FCIDUMP file and apply its active space (frozen core in the MO basis)."""
+    ham = read_fcidump(spec.fcidump)
+    if spec.active is None:
+        return ham
+    check_active_electrons(spec.active, ham.n_electrons, ham.n_alpha - ham.n_beta)
+    n_core, n_act = core_and_active(spec.active, ham.n_orbitals, ham.n_electrons, spec.describe())
+    h1e, eri, e_core = freeze_core(ham.h1e, ham.eri, ham.e_core, n_core, n_act)
+    n_alpha, n_beta = ham.n_alpha - n_core, ham.n_beta - n_core
+    return MolecularHamiltonian(h1e, eri, e_core, n_act, n_alpha, n_beta, spec.describe(),
                                 determinant_energy(h1e, eri, e_core, n_alpha, n_beta), "FCIDUMP")
 
 

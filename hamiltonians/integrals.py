@@ -1,85 +1,25 @@
-"""Molecular Hamiltonian in an orthonormal MO basis, from PySCF or an FCIDUMP file.
+"""A MolecularHamiltonian from a MoleculeSpec: PySCF SCF + integrals, or an FCIDUMP file.
 
-    H = e_core + sum_pq h1e[p,q] E_pq + 1/2 sum_pqrs eri[p,q,r,s] (E_pq E_rs - delta_qr E_ps)
-
-with E_pq = sum_sigma a+_{p sigma} a_{q sigma} over spatial orbitals, ``eri`` in
-chemists' notation (pq|rs), full 4-index, real orbitals. Units: Hartree.
 Orbitals: RHF for 2S = 0, ROHF otherwise (one set of spatial orbitals for both
 spins). An active space (n_orbitals, n_electrons) keeps the lowest
 (N - n_electrons)/2 orbitals doubly occupied and frozen: their energy and mean
-field go into ``e_core`` and ``h1e``.
+field go into ``e_core`` and ``h1e``. Results are cached on disk by spec key.
+The Hamiltonian type and its conventions live in :mod:`hamiltonians.molecular`.
 """
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
 from hamiltonians import cache as _cache
 from hamiltonians.errors import InputError
+from hamiltonians.fcidump import hamiltonian_from_fcidump
+from hamiltonians.molecular import MolecularHamiltonian, core_and_active, determinant_energy, freeze_core
 from hamiltonians.spec import MoleculeSpec, parse_geometry
 
-
-@dataclass(frozen=True, eq=False)
-class MolecularHamiltonian:
-    """Integrals of a molecule in an MO basis (active space if any); energies in Hartree.
-
-    h1e: (n, n) float64; eri: (n, n, n, n) float64 chemists' (pq|rs);
-    e_core: nuclear repulsion + frozen-core energy; e_hf: SCF energy (for FCIDUMP
-    input, the energy of the determinant filling the lowest orbitals).
-    """
-
-    h1e: np.ndarray
-    eri: np.ndarray
-    e_core: float
-    n_orbitals: int
-    n_alpha: int
-    n_beta: int
-    description: str
-    e_hf: float | None
-    reference: str = "RHF"
-
-    def __post_init__(self) -> None:
-        n = self.n_orbitals
-        assert self.h1e.shape == (n, n) and self.eri.shape == (n, n, n, n)
-        assert 0 <= self.n_beta <= self.n_alpha <= n
-
-    @property
-    def n_qubits(self) -> int:
-        """Number of spin-orbitals, 2 * n_orbitals."""
-        return 2 * self.n_orbitals
-
-    @property
-    def n_electrons(self) -> int:
-        """N_alpha + N_beta."""
-        return self.n_alpha + self.n_beta
-
-
-def determinant_energy(h1e: np.ndarray, eri: np.ndarray, e_core: float, n_alpha: int, n_beta: int) -> float:
-    """Energy (Hartree) of the determinant filling orbitals 0..n_alpha-1 (alpha), 0..n_beta-1 (beta)."""
-    coulomb = np.einsum("iijj->ij", eri)   # (ii|jj)
-    exchange = np.einsum("ijji->ij", eri)  # (ij|ji)
-    na, nb = slice(0, n_alpha), slice(0, n_beta)
-    energy = e_core + np.trace(h1e[na, na]) + np.trace(h1e[nb, nb])
-    for occ in (na, nb):
-        energy += 0.5 * (coulomb[occ, occ].sum() - exchange[occ, occ].sum())
-    energy += coulomb[na, nb].sum()
-    return float(energy)
-
-
-def freeze_core(h1e: np.ndarray, eri: np.ndarray, e_core: float, n_core: int,
-                n_active: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Fold ``n_core`` doubly occupied orbitals into (h1e, eri, e_core) of the next ``n_active``.
-
-    Works in the MO basis (used for FCIDUMP input). Returns (h1e (a, a), eri (a,)*4, e_core).
-    """
-    c, act = np.arange(n_core), slice(n_core, n_core + n_active)
-    j_core = np.einsum("pqii->pq", eri[:, :, c][:, :, :, c])
-    k_core = np.einsum("piiq->pq", eri[:, c][:, :, c])
-    e_frozen = 2 * h1e[c, c].sum() + 2 * j_core[c, c].sum() - k_core[c, c].sum()
-    h_eff = h1e + 2 * j_core - k_core
-    return h_eff[act, act].copy(), eri[act, act, act, act].copy(), float(e_core + e_frozen)
+__all__ = ["MolecularHamiltonian", "build_hamiltonian", "build_hamiltonian_and_scf", "determinant_energy",
+           "freeze_core", "hamiltonian_from_scf", "make_mole", "run_scf"]
 
 
 def _check_basis(spec: MoleculeSpec) -> None:
@@ -129,23 +69,12 @@ def run_scf(spec: MoleculeSpec):
     return mf
 
 
-def _core_and_active(spec: MoleculeSpec, n_mo: int, n_electrons: int) -> tuple[int, int]:
-    if spec.active is None:
-        return 0, n_mo
-    n_act, n_el = spec.active
-    n_core = (n_electrons - n_el) // 2
-    if n_core + n_act > n_mo:
-        raise InputError(f"active space: {n_act} orbitals above a core of {n_core} do not fit in "
-                         f"the {n_mo} molecular orbitals of {spec.describe()}")
-    return n_core, n_act
-
-
 def hamiltonian_from_scf(spec: MoleculeSpec, mf) -> MolecularHamiltonian:
     """Integrals in the SCF orbitals of ``mf``, restricted to the spec's active space."""
     from pyscf import ao2mo
 
     mol, coeff = mf.mol, mf.mo_coeff
-    n_core, n_act = _core_and_active(spec, coeff.shape[1], mol.nelectron)
+    n_core, n_act = core_and_active(spec.active, coeff.shape[1], mol.nelectron, spec.describe())
     hcore, e_core = mf.get_hcore(), mol.energy_nuc()
     if n_core:
         dm_core = 2.0 * coeff[:, :n_core] @ coeff[:, :n_core].T
@@ -163,23 +92,6 @@ def hamiltonian_from_scf(spec: MoleculeSpec, mf) -> MolecularHamiltonian:
         h1e=np.ascontiguousarray(h1e, dtype=np.float64), eri=np.ascontiguousarray(eri, dtype=np.float64),
         e_core=float(e_core), n_orbitals=n_act, n_alpha=n_alpha, n_beta=n_beta,
         description=spec.describe(), e_hf=float(mf.e_tot), reference="RHF" if spec.spin == 0 else "ROHF")
-
-
-def hamiltonian_from_fcidump(spec: MoleculeSpec) -> MolecularHamiltonian:
-    """Read the spec's FCIDUMP file and apply its active space (frozen core in the MO basis)."""
-    from hamiltonians.spec import check_active_electrons
-    from hamiltonians.fcidump import read_fcidump
-
-    ham = read_fcidump(spec.fcidump)
-    if spec.active is None:
-        return ham
-    spin = ham.n_alpha - ham.n_beta
-    check_active_electrons(spec.active, ham.n_electrons, spin)
-    n_core, n_act = _core_and_active(spec, ham.n_orbitals, ham.n_electrons)
-    h1e, eri, e_core = freeze_core(ham.h1e, ham.eri, ham.e_core, n_core, n_act)
-    n_alpha, n_beta = ham.n_alpha - n_core, ham.n_beta - n_core
-    return MolecularHamiltonian(h1e, eri, e_core, n_act, n_alpha, n_beta, spec.describe(),
-                                determinant_energy(h1e, eri, e_core, n_alpha, n_beta), "FCIDUMP")
 
 
 def _to_cache(ham: MolecularHamiltonian) -> tuple[dict, dict]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonians.integrals import MolecularHamiltonian
+from hamiltonians.molecular import MolecularHamiltonian
 
 
 def spin_orbital_tensors(ham: MolecularHamiltonian) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 
 from hamiltonians import cache as _cache
 from hamiltonians.exact import check_size, exact_energy
-from hamiltonians.integrals import MolecularHamiltonian, build_hamiltonian_and_scf
+from hamiltonians.integrals import build_hamiltonian_and_scf
+from hamiltonians.molecular import MolecularHamiltonian
 from hamiltonians.sector import sector_dim
 from hamiltonians.spec import MoleculeSpec
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hamiltonians.errors import InputError
-from hamiltonians.integrals import MolecularHamiltonian
+from hamiltonians.molecular import MolecularHamiltonian
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
