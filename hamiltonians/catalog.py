@@ -77,16 +77,13 @@ CATALOG: dict[str, CatalogEntry] = {e.name: e for e in _ENTRIES}
 
 
 def minimal_basis_size(atom: str) -> int:
-    """Spatial orbitals of a geometry in a minimal basis such as STO-3G (elements H-Ar)."""
-    from hamiltonians.spec import ATOMIC_NUMBER, parse_geometry
+    """Spatial orbitals (basis functions) of a geometry in STO-3G, counted by PySCF."""
+    from pyscf import gto
 
-    sizes = {1: 1, 2: 5, 3: 9}  # by period: 1s | 1s 2s 2p | 1s 2s 2p 3s 3p
-    total = 0
-    for a in parse_geometry(atom):
-        z = ATOMIC_NUMBER[a[0].rstrip("0123456789")]
-        assert z <= 18, "minimal_basis_size covers H-Ar"
-        total += sizes[1 if z <= 2 else 2 if z <= 10 else 3]
-    return total
+    from hamiltonians.spec import electron_count
+
+    mol = gto.M(atom=atom, basis="sto-3g", spin=electron_count(atom) % 2, verbose=0)
+    return int(mol.nao_nr())
 
 
 def catalog_names() -> list[str]:

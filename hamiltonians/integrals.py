@@ -69,29 +69,33 @@ def run_scf(spec: MoleculeSpec):
     return mf
 
 
+def active_space_integrals(mf, n_core: int, n_act: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(h1e (a, a), eri (a,)*4 chemists', e_core Hartree) of SCF orbitals n_core..n_core+a-1 of ``mf``.
+
+    The lower ``n_core`` orbitals are frozen, doubly occupied: PySCF's CASCI folds their energy,
+    the nuclear repulsion and their mean field into e_core and h1e (``get_h1eff``, ``get_h2eff``).
+    """
+    from pyscf import ao2mo, mcscf
+
+    cas = mcscf.CASCI(mf, n_act, mf.mol.nelectron - 2 * n_core)
+    cas.verbose = 0
+    h1e, e_core = cas.get_h1eff()
+    eri = ao2mo.restore(1, cas.get_h2eff(), n_act)
+    return (np.ascontiguousarray(h1e, dtype=np.float64), np.ascontiguousarray(eri, dtype=np.float64),
+            float(e_core))
+
+
 def hamiltonian_from_scf(spec: MoleculeSpec, mf) -> MolecularHamiltonian:
     """Integrals in the SCF orbitals of ``mf``, restricted to the spec's active space."""
-    from pyscf import ao2mo
-
-    mol, coeff = mf.mol, mf.mo_coeff
-    n_core, n_act = core_and_active(spec.active, coeff.shape[1], mol.nelectron, spec.describe())
-    hcore, e_core = mf.get_hcore(), mol.energy_nuc()
-    if n_core:
-        dm_core = 2.0 * coeff[:, :n_core] @ coeff[:, :n_core].T
-        vj, vk = mf.get_jk(mol, dm_core)
-        veff = vj - 0.5 * vk
-        e_core += float(np.einsum("ij,ji->", dm_core, hcore + 0.5 * veff))
-        hcore = hcore + veff
-    c_act = coeff[:, n_core:n_core + n_act]
-    h1e = c_act.T @ hcore @ c_act
-    eri = ao2mo.restore(1, ao2mo.full(mol, c_act), n_act)
+    mol = mf.mol
+    n_core, n_act = core_and_active(spec.active, mf.mo_coeff.shape[1], mol.nelectron, spec.describe())
     n_alpha, n_beta = (int(x) - n_core for x in mol.nelec)
     if n_alpha > n_act:
         raise InputError(f"{n_alpha} alpha electrons do not fit in {n_act} orbitals of {spec.describe()}")
-    return MolecularHamiltonian(
-        h1e=np.ascontiguousarray(h1e, dtype=np.float64), eri=np.ascontiguousarray(eri, dtype=np.float64),
-        e_core=float(e_core), n_orbitals=n_act, n_alpha=n_alpha, n_beta=n_beta,
-        description=spec.describe(), e_hf=float(mf.e_tot), reference="RHF" if spec.spin == 0 else "ROHF")
+    h1e, eri, e_core = active_space_integrals(mf, n_core, n_act)
+    return MolecularHamiltonian(h1e=h1e, eri=eri, e_core=e_core, n_orbitals=n_act, n_alpha=n_alpha,
+                                n_beta=n_beta, description=spec.describe(), e_hf=float(mf.e_tot),
+                                reference="RHF" if spec.spin == 0 else "ROHF")
 
 
 def _to_cache(ham: MolecularHamiltonian) -> tuple[dict, dict]:

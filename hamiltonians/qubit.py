@@ -22,17 +22,16 @@ from hamiltonians.molecular import MolecularHamiltonian
 
 
 def spin_orbital_tensors(ham: MolecularHamiltonian) -> tuple[np.ndarray, np.ndarray]:
-    """(one_body (2n, 2n), two_body (2n,)*4) in the InteractionOperator convention above."""
-    n = ham.n_orbitals
-    one = np.zeros((2 * n, 2 * n))
-    two = np.zeros((2 * n,) * 4)
-    # v[p r s q] = 1/2 (pq|rs): chemists' (0,1,2,3) -> (p, r, s, q) is transpose (0, 2, 3, 1).
-    half_g = 0.5 * ham.eri.transpose(0, 2, 3, 1)
-    for s in (0, 1):
-        one[s::2, s::2] = ham.h1e
-        for t in (0, 1):
-            two[s::2, t::2, t::2, s::2] = half_g
-    return one, two
+    """(one_body (2n, 2n), two_body (2n,)*4) in the InteractionOperator convention above.
+
+    Built by OpenFermion's ``spinorb_from_spatial`` (as its ``MolecularData`` does), which
+    zeroes coefficients below 1e-8; ED energies are unchanged (tests/hamiltonians/test_qubit.py).
+    """
+    from openfermion.chem.molecular_data import spinorb_from_spatial
+
+    # OpenFermion's spatial two-body tensor is [p, r, s, q] = (pq|rs): chemists' transposed (0, 2, 3, 1).
+    one, two = spinorb_from_spatial(ham.h1e, ham.eri.transpose(0, 2, 3, 1))
+    return one, 0.5 * two
 
 
 def get_interaction_operator(ham: MolecularHamiltonian):

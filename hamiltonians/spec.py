@@ -1,6 +1,7 @@
 """What the user asked for: a molecule (geometry or catalog name) or an FCIDUMP file.
 
-A :class:`MoleculeSpec` is validated when it is made, without PySCF: the geometry
+A :class:`MoleculeSpec` is validated when it is made, without running PySCF (only
+its element table, :mod:`pyscf.data.elements`, is read): the geometry
 is parsed here (so a malformed one is named precisely), the electron count is
 checked against charge and spin, and the active space against the electron
 count. The basis name and the active space's orbital count are checked when the
@@ -10,6 +11,7 @@ Units: Angstrom. ``spin`` is 2S = N_alpha - N_beta (PySCF convention).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -20,13 +22,21 @@ from pathlib import Path
 from hamiltonians.errors import InputError
 
 # Cache keys change when this does; bump it when the integrals' recipe changes.
-SPEC_VERSION = 1
+SPEC_VERSION = 2  # 2: active-space integrals from PySCF's CASCI.get_h1eff/get_h2eff
 
-_SYMBOLS = (
-    "H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn "
-    "Ga Ge As Se Br Kr Rb Sr Y Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe"
-).split()
-ATOMIC_NUMBER = {sym: z for z, sym in enumerate(_SYMBOLS, start=1)}
+
+@functools.cache
+def _atomic_numbers() -> dict[str, int]:
+    from pyscf.data.elements import ELEMENTS  # ELEMENTS[Z] is the symbol; index 0 is a ghost atom
+
+    return {symbol: z for z, symbol in enumerate(ELEMENTS) if z > 0}
+
+
+def atomic_number(symbol: str) -> int | None:
+    """Nuclear charge Z of an element symbol such as ``"He"`` (PySCF's element table), None if unknown."""
+    return _atomic_numbers().get(symbol)
+
+
 _LABEL = re.compile(r"^([A-Za-z]{1,2})([0-9]*)$")  # ASCII digits only: PySCF reads the label
 
 
@@ -48,7 +58,7 @@ def parse_geometry(atom: str) -> list[tuple[str, float, float, float]]:
             raise InputError(f"{where} should be 'SYMBOL x y z' (Angstrom)")
         match = _LABEL.match(fields[0])
         symbol = match.group(1).capitalize() if match else None
-        if symbol not in ATOMIC_NUMBER:
+        if atomic_number(symbol) is None:
             raise InputError(f"{where}: unknown element {fields[0]!r}")
         try:
             xyz = tuple(float(f) for f in fields[1:])
@@ -102,7 +112,7 @@ def formula(atom: str) -> str:
 
 def electron_count(atom: str, charge: int = 0) -> int:
     """Number of electrons of a geometry string at a given total charge."""
-    z = sum(ATOMIC_NUMBER[_LABEL.match(a[0]).group(1)] for a in parse_geometry(atom))
+    z = sum(atomic_number(_LABEL.match(a[0]).group(1)) for a in parse_geometry(atom))
     return z - charge
 
 

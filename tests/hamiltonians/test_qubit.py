@@ -60,3 +60,30 @@ def test_qubit_operator_matches_term_by_term_construction(hams, name):
     difference = get_qubit_operator(ham) - expected
     difference.compress(abs_tol=1e-12)
     assert not difference.terms
+
+
+def _untruncated_tensors(ham):
+    """The convention of hamiltonians.qubit written out by hand, nothing dropped."""
+    n = ham.n_orbitals
+    one, two = np.zeros((2 * n, 2 * n)), np.zeros((2 * n,) * 4)
+    for s in (0, 1):
+        one[s::2, s::2] = ham.h1e
+        for t in (0, 1):
+            two[s::2, t::2, t::2, s::2] = 0.5 * ham.eri.transpose(0, 2, 3, 1)
+    return one, two
+
+
+def test_openfermion_tensors_drop_only_what_does_not_change_the_energy(hams):
+    from openfermion import InteractionOperator, jordan_wigner
+
+    from hamiltonians.qubit import spin_orbital_tensors
+    from hamiltonians.sector import sector_matrix, sector_states
+
+    ham = hams["H2O"]
+    one, two = spin_orbital_tensors(ham)
+    full_one, full_two = _untruncated_tensors(ham)
+    assert np.abs(one - full_one).max() < 1e-8 and np.abs(two - full_two).max() < 1e-8
+    states = sector_states(ham.n_orbitals, ham.n_alpha, ham.n_beta)
+    full = sector_matrix(jordan_wigner(InteractionOperator(ham.e_core, full_one, full_two)), states)
+    ours = sector_matrix(get_qubit_operator(ham), states)
+    assert np.linalg.eigvalsh(ours.toarray())[0] == pytest.approx(np.linalg.eigvalsh(full.toarray())[0], abs=1e-12)

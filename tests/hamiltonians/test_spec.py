@@ -59,3 +59,19 @@ def test_read_xyz(tmp_path):
         read_xyz(bad)
     with pytest.raises(InputError, match="cannot read"):
         read_xyz(tmp_path / "missing.xyz")
+
+
+def test_element_table_comes_from_pyscf_and_reaches_past_xenon():
+    from hamiltonians.spec import atomic_number
+
+    # Z by hand for a few elements, then the whole periodic table is known
+    assert [atomic_number(s) for s in ("H", "He", "O", "Xe", "U", "Og")] == [1, 2, 8, 54, 92, 118]
+    assert atomic_number("Xx") is None and atomic_number("X") is None  # X is PySCF's ghost atom
+    assert electron_count("U 0 0 0") == 92
+
+
+def test_an_element_without_the_basis_is_one_clear_error():
+    from hamiltonians import build_hamiltonian
+
+    with pytest.raises(InputError, match="unknown basis 'sto-3g' for element U"):
+        build_hamiltonian(MoleculeSpec(atom="U 0 0 0; H 0 0 2", spin=1), cache=False)
