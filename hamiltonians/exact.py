@@ -10,48 +10,23 @@ pushes the other spins up and the state is searched again. Units: Hartree.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
-from hamiltonians.errors import InputError
 from hamiltonians.molecular import MolecularHamiltonian
-from hamiltonians.sector import sector_dim, sector_matrix, sector_states
+from hamiltonians.sector import sector_matrix, sector_states
+from hamiltonians.sizes import ED_MAX_BYTES, ED_MAX_DIM, FCI_MAX_DIM, Size, check_method, ed_memory_bytes
+
+__all__ = ["ED_MAX_BYTES", "ED_MAX_DIM", "FCI_MAX_DIM", "METHODS", "check_size", "ed_energy", "ed_memory_bytes",
+           "exact_energy", "fci_energy"]
 
 METHODS = ("fci", "ed")
-ED_MAX_DIM = 2_000_000
-ED_MAX_BYTES = 4 * 2**30
-FCI_MAX_DIM = 100_000_000
 _DENSE_MAX_DIM = 2000
 _SPIN_TOL = 1e-5
 
 
-def _connections(n: int, na: int, nb: int) -> int:
-    """Determinants connected to one determinant by H (itself, singles, doubles)."""
-    va, vb = n - na, n - nb
-    return (1 + na * va + nb * vb + (na * (na - 1) // 2) * (va * (va - 1) // 2)
-            + (nb * (nb - 1) // 2) * (vb * (vb - 1) // 2) + na * va * nb * vb)
-
-
-def ed_memory_bytes(n_orbitals: int, n_alpha: int, n_beta: int) -> int:
-    """Rough peak memory (bytes) of building the sparse sector matrix for ED."""
-    return 40 * sector_dim(n_orbitals, n_alpha, n_beta) * _connections(n_orbitals, n_alpha, n_beta)
-
-
 def check_size(ham: MolecularHamiltonian, method: str) -> None:
-    """Raise InputError if ``method`` cannot handle the sector of ``ham`` on this kind of machine."""
-    if method not in METHODS:
-        raise InputError(f"unknown exact method {method!r}; choose one of {', '.join(METHODS)}")
-    dim = sector_dim(ham.n_orbitals, ham.n_alpha, ham.n_beta)
-    size = f"{ham.description}: the N_alpha/N_beta sector has {dim:,} determinants ({ham.n_qubits} qubits)"
-    if method == "ed":
-        gib = ed_memory_bytes(ham.n_orbitals, ham.n_alpha, ham.n_beta) / 2**30
-        if dim > ED_MAX_DIM or gib > ED_MAX_BYTES / 2**30:
-            raise InputError(f"{size} and needs up to ~{gib:.1f} GiB, too large for --method ed (limits "
-                             f"{ED_MAX_DIM:,} and {ED_MAX_BYTES / 2**30:.0f} GiB); use --method fci, "
-                             "an --active space or nnqs vmc")
-    elif dim > FCI_MAX_DIM:
-        raise InputError(f"{size}, too large for --method fci (limit {FCI_MAX_DIM:,}); "
-                         "use an --active space or nnqs vmc")
+    """Raise InputError if ``method`` cannot handle the sector of ``ham`` (limits in :mod:`hamiltonians.sizes`)."""
+    check_method(Size(ham.description, ham.n_orbitals, ham.n_orbitals, ham.n_alpha, ham.n_beta), method)
 
 
 def _target_s2(ham: MolecularHamiltonian) -> float:

@@ -32,9 +32,10 @@ import numpy as np
 
 from hamiltonians.errors import InputError
 from hamiltonians.molecular import MolecularHamiltonian, core_and_active, determinant_energy, freeze_core
+from hamiltonians.sizes import MAX_ORBITALS
 from hamiltonians.spec import MoleculeSpec, check_active_electrons
 
-MAX_NORB = 128  # dense (ij|kl) of 128 orbitals already take 2 GiB
+MAX_NORB = MAX_ORBITALS  # dense (ij|kl) of 128 orbitals already take 2 GiB
 SYMMETRY_TOL = 1e-8  # Hartree; partners printed from one number agree to ~1e-16
 _HEADER_END = re.compile(r"(&END|/)[ \t\r]*$", re.IGNORECASE | re.MULTILINE)
 _MAX_HEADER_LINES = 1000

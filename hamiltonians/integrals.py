@@ -13,13 +13,14 @@ import warnings
 import numpy as np
 
 from hamiltonians import cache as _cache
-from hamiltonians.errors import InputError
-from hamiltonians.fcidump import hamiltonian_from_fcidump
+from hamiltonians.errors import InputError, memory_guard
+from hamiltonians.fcidump import hamiltonian_from_fcidump, read_fcidump_header
 from hamiltonians.molecular import MolecularHamiltonian, core_and_active, determinant_energy, freeze_core
-from hamiltonians.spec import MoleculeSpec, parse_geometry
+from hamiltonians.sizes import Size, check_integrals, check_method, gib
+from hamiltonians.spec import MoleculeSpec, check_active_electrons, parse_geometry
 
-__all__ = ["MolecularHamiltonian", "build_hamiltonian", "build_hamiltonian_and_scf", "determinant_energy",
-           "freeze_core", "hamiltonian_from_scf", "make_mole", "run_scf"]
+__all__ = ["MolecularHamiltonian", "active_space_integrals", "build_hamiltonian", "build_hamiltonian_and_scf",
+           "determinant_energy", "estimate_size", "freeze_core", "hamiltonian_from_scf", "make_mole", "run_scf"]
 
 
 def _check_basis(spec: MoleculeSpec) -> None:
@@ -50,11 +51,27 @@ def make_mole(spec: MoleculeSpec):
     raise InputError(f"PySCF cannot build {spec.describe()}: {str(error).splitlines()[0]}")
 
 
-def run_scf(spec: MoleculeSpec):
+def estimate_size(spec: MoleculeSpec) -> Size:
+    """The sizes of ``spec`` before any SCF: basis functions of the built Mole (cheap) or the
+    FCIDUMP header's NORB, and the electrons and orbitals of the active space."""
+    if spec.fcidump is not None:
+        n_basis, n_alpha, n_beta = read_fcidump_header(spec.fcidump)
+        if spec.active is not None:
+            check_active_electrons(spec.active, n_alpha + n_beta, n_alpha - n_beta)
+    else:
+        mol = make_mole(spec)
+        n_basis, (n_alpha, n_beta) = int(mol.nao_nr()), (int(x) for x in mol.nelec)
+    n_core, n_act = core_and_active(spec.active, n_basis, n_alpha + n_beta, spec.describe())
+    if n_alpha - n_core > n_act:
+        raise InputError(f"{n_alpha - n_core} alpha electrons do not fit in {n_act} orbitals of {spec.describe()}")
+    return Size(spec.describe(), n_basis, n_act, n_alpha - n_core, n_beta - n_core, spec.fcidump is not None)
+
+
+def run_scf(spec: MoleculeSpec, mol=None):
     """Converged RHF (2S = 0) or ROHF (2S > 0) of a geometry spec; returns the PySCF object."""
     from pyscf import scf
 
-    mol = make_mole(spec)
+    mol = make_mole(spec) if mol is None else mol
     if max(mol.nelec) > mol.nao_nr():
         raise InputError(f"{max(mol.nelec)} electrons of one spin do not fit in the {mol.nao_nr()} orbitals "
                          f"of {spec.describe()}")
@@ -123,20 +140,31 @@ def build_hamiltonian(spec: MoleculeSpec, cache: bool = True) -> MolecularHamilt
     return ham
 
 
-def build_hamiltonian_and_scf(spec: MoleculeSpec, cache: bool = True, need_scf: bool = False):
-    """(ham, mf): mf is the PySCF SCF object when it was run (or ``need_scf``), else None."""
+def build_hamiltonian_and_scf(spec: MoleculeSpec, cache: bool = True, need_scf: bool = False,
+                              method: str | None = None):
+    """(ham, mf): mf is the PySCF SCF object when it was run (or ``need_scf``), else None.
+
+    Before any SCF or integral transform the request's size is estimated and refused with one
+    line if the integrals (or the exact ``method``, when given) cannot fit.
+    """
     key = spec.key()
     if cache and not need_scf:
         hit = _cache.load(key, "ham", arrays=True)
         ham = _from_cache(spec, *hit) if hit else None
         if ham is not None:
             return ham, None
+    size = estimate_size(spec)
+    if method is not None:
+        check_method(size, method)
+    check_integrals(size)
     mf = None
-    if spec.fcidump is not None:
-        ham = hamiltonian_from_fcidump(spec)
-    else:
-        mf = run_scf(spec)
-        ham = hamiltonian_from_scf(spec, mf)
+    with memory_guard(f"the integrals of {spec.describe()} (estimated peak {gib(size.integral_bytes)})",
+                      "use a smaller --active space or basis"):
+        if spec.fcidump is not None:
+            ham = hamiltonian_from_fcidump(spec)
+        else:
+            mf = run_scf(spec)
+            ham = hamiltonian_from_scf(spec, mf)
     if cache:
         _cache.save(key, "ham", *_to_cache(ham))
     return ham, mf

@@ -67,7 +67,8 @@ def freeze_core(h1e: np.ndarray, eri: np.ndarray, e_core: float, n_core: int,
                 n_active: int) -> tuple[np.ndarray, np.ndarray, float]:
     """Fold ``n_core`` doubly occupied orbitals into (h1e, eri, e_core) of the next ``n_active``.
 
-    Works in the MO basis (used for FCIDUMP input). Returns (h1e (a, a), eri (a,)*4, e_core).
+    Works in the MO basis. Returns (h1e (a, a), eri (a,)*4, e_core). Kept for FCIDUMP input, which has
+    no AO basis or SCF object for mcscf.CASCI; test_integrals checks it equals CASCI's get_h1eff/get_h2eff.
     """
     c, act = np.arange(n_core), slice(n_core, n_core + n_active)
     j_core = np.einsum("pqii->pq", eri[:, :, c][:, :, :, c])

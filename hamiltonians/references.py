@@ -11,10 +11,12 @@ import time
 from dataclasses import asdict, dataclass
 
 from hamiltonians import cache as _cache
+from hamiltonians.errors import memory_guard
 from hamiltonians.exact import check_size, exact_energy
 from hamiltonians.integrals import build_hamiltonian_and_scf
 from hamiltonians.molecular import MolecularHamiltonian
 from hamiltonians.sector import sector_dim
+from hamiltonians.sizes import LARGE_WAY_OUT
 from hamiltonians.spec import MoleculeSpec
 
 
@@ -82,20 +84,22 @@ def _stored(key: str, cache: bool) -> dict:
 def exact_references(spec: MoleculeSpec, method: str = "fci", cache: bool = True) -> References:
     """HF, CCSD, CCSD(T) and exact (``fci`` or ``ed``) energies of ``spec``, with sizes.
 
-    Raises InputError if the system is too large for ``method``.
+    Raises InputError if the system is too large for ``method``, before any SCF
+    (:mod:`hamiltonians.sizes`); OutOfMemory if memory runs out all the same.
     """
     start = time.perf_counter()
     key = spec.key()
     stored = _stored(key, cache)
     from_cache = bool(stored) and method in stored["exact"]
     need_scf = not stored and spec.fcidump is None
-    ham, mf = build_hamiltonian_and_scf(spec, cache=cache, need_scf=need_scf)
+    ham, mf = build_hamiltonian_and_scf(spec, cache=cache, need_scf=need_scf, method=method)
     check_size(ham, method)
-    if not stored:
-        e_ccsd, e_ccsd_t = coupled_cluster(mf, ham) if mf is not None else (None, None)
-        stored = {"e_ccsd": e_ccsd, "e_ccsd_t": e_ccsd_t, "exact": {}}
-    if method not in stored["exact"]:
-        stored["exact"][method] = exact_energy(ham, method)
+    with memory_guard(f"the references of {ham.description}", LARGE_WAY_OUT):
+        if not stored:
+            e_ccsd, e_ccsd_t = coupled_cluster(mf, ham) if mf is not None else (None, None)
+            stored = {"e_ccsd": e_ccsd, "e_ccsd_t": e_ccsd_t, "exact": {}}
+        if method not in stored["exact"]:
+            stored["exact"][method] = exact_energy(ham, method)
     if cache:
         _cache.save(key, "refs", stored)
     return References(

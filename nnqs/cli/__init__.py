@@ -13,7 +13,7 @@ import importlib
 import re
 import sys
 
-from hamiltonians.errors import InputError
+from hamiltonians.errors import InputError, OutOfMemory, is_memory_failure
 from nnqs.common.allocator import reuse_freed_memory
 
 SUBCOMMAND_MODULES = ("nnqs.cli.exact", "nnqs.cli.vmc", "nnqs.cli.lm")
@@ -67,13 +67,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A failed allocation: Python's MemoryError, torch's CPU allocator or a CUDA out-of-memory."""
+    """A failed allocation: Python's MemoryError (also wrapped, as PySCF's ThreadRuntimeError does),
+    torch's CPU allocator or a CUDA out-of-memory."""
     text = str(exc)
-    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "out of memory" in text.lower()
+    return is_memory_failure(exc) or "can't allocate memory" in text or "out of memory" in text.lower()
 
 
 def out_of_memory_message(exc: BaseException) -> str:
     """One line: how much was asked for (when torch says) and which knobs lower it."""
+    if isinstance(exc, OutOfMemory):  # raised by hamiltonians, already one line with its way out
+        return one_line(exc)
     found = re.search(r"allocate (\d+) bytes", str(exc)) or re.search(r"allocate ([\d.]+ [KMGT]iB)", str(exc))
     asked = ""
     if found:
