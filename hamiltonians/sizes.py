@@ -9,6 +9,7 @@ FCI/ED); memory figures are peak estimates. Nothing here imports PySCF.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from math import comb
 
@@ -28,24 +29,38 @@ _ED_S_PER_ELEMENT = 1.5e-7
 LARGE_WAY_OUT = "use a smaller --active ORBITALS ELECTRONS space, or nnqs vmc (there is no --method dmrg yet)"
 
 
-def gib(n_bytes: float) -> str:
+def _times(factor: float, n: int) -> float | int:
+    """factor * n, exact as an int where n is beyond floats (sector sizes reach 10**400 and more)."""
+    return factor * n if n < 10**300 else int(factor * 10**12) * n // 10**12
+
+
+def _scientific(x: float | int, digits: int = 1) -> str:
+    """``1.5e+07`` of a positive float or an int of any size."""
+    exponent = math.floor(math.log10(x))
+    mantissa = x / 10**exponent if isinstance(x, float) else (x * 10**digits // 10**exponent) / 10**digits
+    return f"{mantissa:.{digits}f}e+{exponent:02d}"
+
+
+def gib(n_bytes: float | int) -> str:
     """``~1.5 GiB``; scientific notation for absurd sizes."""
-    value = n_bytes / 2**30
-    return f"~{value:.1f} GiB" if value < 1e6 else f"~{value:.1e} GiB"
+    if n_bytes < 10**6 * 2**30:
+        return f"~{n_bytes / 2**30:.1f} GiB"
+    return f"~{_scientific(n_bytes // 2**30 if isinstance(n_bytes, int) else n_bytes / 2**30)} GiB"
 
 
-def duration(seconds: float) -> str:
-    """``~3 s``, ``~4 min``, ``~2.5 h``, ``~12 days``, ``~1e+40 years``."""
+def duration(seconds: float | int) -> str:
+    """``~3 s``, ``~4 min``, ``~3 h``, ``~12 days``, ``~31710 years``, ``~3.2e+40 years``."""
     for unit, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
         if seconds >= 2 * size:
-            value = seconds / size
-            return f"~{value:.0f} {unit}" if value < 1e6 else f"~{value:.0e} {unit}"
+            if seconds < 10**6 * size:
+                return f"~{seconds / size:.0f} {unit}"
+            return f"~{_scientific(int(seconds) // size)} {unit}"
     return f"~{max(seconds, 1):.0f} s"
 
 
 def count(n: int) -> str:
     """``1,656,369``; scientific notation beyond 1e15."""
-    return f"{n:,}" if n < 10**15 else f"{float(n):.2e}"
+    return f"{n:,}" if n < 10**15 else _scientific(n, 2)
 
 
 def _connections(n: int, na: int, nb: int) -> int:
@@ -98,8 +113,8 @@ class Size:
         dim = self.sector_dim
         if method == "ed":
             elements = dim * _connections(self.n_orbitals, self.n_alpha, self.n_beta)
-            return _ED_BYTES_PER_ELEMENT * elements, _ED_S_PER_ELEMENT * elements
-        return 8 * _FCI_VECTORS * dim, _FCI_S_PER_ELEMENT * dim * self._singles()
+            return _ED_BYTES_PER_ELEMENT * elements, _times(_ED_S_PER_ELEMENT, elements)
+        return 8 * _FCI_VECTORS * dim, _times(_FCI_S_PER_ELEMENT, dim * self._singles())
 
     def describe_sector(self) -> str:
         q = 2 * self.n_orbitals

@@ -87,3 +87,47 @@ def test_small_real_molecules_give_energies_or_one_line(a, b, r, charge, spin):
     code, _ = run_cli(["exact", "--geometry", f"{a} 0 0 0; {b} 0 0 {r!r}", "--charge", str(charge),
                        "--spin", str(spin), "--no-cache", "--json"])
     assert code in (0, 2)
+
+
+@pytest.fixture
+def scf_reached(monkeypatch):
+    """The SCF stands in for all the work after the size checks: reaching it counts as success."""
+    import hamiltonians.integrals
+
+    monkeypatch.setattr(hamiltonians.integrals, "run_scf", stub)
+
+
+@FUZZ
+@given(n_atoms=st.integers(1, 260), basis=st.sampled_from(["sto-3g", "6-31g", "cc-pvdz"]),
+       method=st.sampled_from(["fci", "ed"]),
+       active=st.one_of(st.none(), st.tuples(st.integers(-1, 40), st.integers(-1, 40))))
+def test_size_checks_refuse_in_one_line_or_reach_the_scf(scf_reached, n_atoms, basis, method, active):
+    geometry = "; ".join(f"H 0 0 {0.9 * i:.1f}" for i in range(n_atoms))
+    argv = ["exact", "--geometry", geometry, "--basis", basis, "--spin", str(n_atoms % 2), "--method", method]
+    code, lines = run_cli(argv + (["--active", *map(str, active)] if active else []) + ["--no-cache"])
+    if code == 2 and ("too large" in lines[0] or "too many" in lines[0]):
+        assert "--active" in lines[0]
+
+
+BENZENE = ("C 0.000 1.396 0; C 1.209 0.698 0; C 1.209 -0.698 0; C 0.000 -1.396 0; C -1.209 -0.698 0; "
+           "C -1.209 0.698 0; H 0.000 2.479 0; H 2.147 1.240 0; H 2.147 -1.240 0; H 0.000 -2.479 0; "
+           "H -2.147 -1.240 0; H -2.147 1.240 0")
+
+
+@pytest.mark.parametrize("argv, files, fragment", [
+    (["exact", "--geometry", BENZENE, "--basis", "cc-pvtz", "--method", "ed"], {}, "too large for --method ed"),
+    (["exact", "--xyz", "m.xyz"], {"m.xyz": "2\ncomment\nH 0 0 0\nH 0 0\n"}, "atom 2 'H 0 0'"),
+    (["exact", "--fcidump", "F"], {"F": "&FCI NORB=1,NELEC=1,MS2=1\n&END\n-0.5 1 1 0 0\n0.1 0 0 0 0\n0.1 0 0 0 0\n"},
+     "line 5: the core energy is given again"),
+])
+def test_real_process_refuses_with_one_line_and_exit_2(tmp_path, argv, files, fragment):
+    """A handful of checks through the installed entry point, in a fresh process."""
+    import subprocess
+    import sys
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    result = subprocess.run([sys.executable, "-m", "nnqs", *argv, "--no-cache"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and fragment in result.stderr, result.stderr
