@@ -1,4 +1,5 @@
-"""`nnqs lm train --resume`: a crashed or killed run continues exactly, history without duplicates."""
+"""`nnqs lm train --resume`: a crashed or killed run continues exactly (saved generator state and
+batch position, no replay), history without duplicates; settings that cannot change are refused."""
 import csv
 import os
 import signal
@@ -10,12 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import nnqs.lm.artifacts as artifacts
+import nnqs.lm.train
 from nnqs.common.checkpoint import load_checkpoint
 from nnqs.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--steps", "30", "--eval-every", "10", "--d-model", "16", "--n-layers", "1", "--batch-size", "32",
+TINY = ["--steps", "30", "--eval-every", "10", "--checkpoint-every", "10", "--d-model", "16", "--n-layers", "1", "--batch-size", "32",
         "--train-size", "200", "--val-size", "50", "--no-progress", "--threads", "1"]
 
 
@@ -25,7 +26,7 @@ def history(out: Path) -> list[dict]:
 
 
 def final_model(out: Path) -> dict:
-    return load_checkpoint(out / "checkpoint.pt", "lm")["model_state"]
+    return load_checkpoint(out / "checkpoint.pt", "lm")["model"]
 
 
 class Crash(Exception):
@@ -35,21 +36,17 @@ class Crash(Exception):
 def test_crash_after_a_checkpoint_then_resume_equals_the_uninterrupted_run(tmp_path, monkeypatch):
     full, crashed = tmp_path / "full", tmp_path / "crashed"
     assert main(["lm", "train", *TINY, "--out", str(full)]) == 0
-    real_hooks = artifacts.run_hooks
+    real_step = nnqs.lm.train.lm_step
 
-    def crashing_hooks(out, total, progress=True):
-        hooks = real_hooks(out, total, progress)
+    def crashing_step(run):
+        if run.step == 15:
+            raise Crash  # dies between checkpoints (the last one is at step 10)
+        return real_step(run)
 
-        def crash(step, loss, elapsed):
-            if step == 15:
-                raise Crash  # dies between checkpoints (the last one is at step 10)
-        hooks.on_step.append(crash)
-        return hooks
-
-    monkeypatch.setattr(artifacts, "run_hooks", crashing_hooks)
+    monkeypatch.setattr(nnqs.lm.train, "lm_step", crashing_step)
     with pytest.raises(Crash):
         main(["lm", "train", *TINY, "--out", str(crashed)])
-    monkeypatch.setattr(artifacts, "run_hooks", real_hooks)
+    monkeypatch.setattr(nnqs.lm.train, "lm_step", real_step)
     assert load_checkpoint(crashed / "checkpoint.pt", "lm")["step"] == 10
     assert [int(r["step"]) for r in history(crashed)] == [10]
     assert main(["lm", "train", *TINY, "--out", str(crashed), "--resume"]) == 0
@@ -64,13 +61,13 @@ def test_resume_refuses_other_settings_or_a_missing_checkpoint(tmp_path, capsys)
     capsys.readouterr()
     assert main(["lm", "train", *TINY, "--seed", "3", "--out", str(out), "--resume"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "seed=0" in err[0] and "seed=3" in err[0]
+    assert len(err) == 1 and "--seed (run: 0, given: 3)" in err[0]
     assert main(["lm", "train", *TINY, "--out", str(tmp_path / "none"), "--resume"]) == 2
     assert "no checkpoint" in capsys.readouterr().err
 
 
 def test_sigkill_then_resume_reproduces_the_uninterrupted_history(tmp_path):
-    args = ["--steps", "60", "--eval-every", "10", "--d-model", "32", "--n-layers", "1", "--batch-size", "128",
+    args = ["--steps", "60", "--eval-every", "10", "--checkpoint-every", "10", "--d-model", "32", "--n-layers", "1", "--batch-size", "128",
             "--train-size", "400", "--val-size", "50", "--no-progress", "--threads", "1"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
 
