@@ -114,6 +114,8 @@ def _set_threads(threads: int | None) -> None:
 def cmd_data(args: argparse.Namespace) -> int:
     from nnqs.lm.data import generate_pairs, load_pairs, save_pairs
 
+    if Path(args.out).is_dir():
+        raise UserError(f"--out {args.out} is a folder; give a file name (e.g. {Path(args.out) / 'data.json'})")
     exclude = set(load_pairs(args.exclude).questions) if args.exclude else set()
     pairs = generate_pairs(args.n, args.seed, exclude=exclude)
     save_pairs(args.out, pairs)

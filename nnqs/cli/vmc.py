@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--overwrite", action="store_true", help="replace the run in --out (its files are deleted)")
     p.add_argument("--no-exact", action="store_true", help="skip HF/CCSD(T)/FCI references")
     p.add_argument("--json", action="store_true", help="print result.json as the last stdout line")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(func=run)
 
 
@@ -97,7 +98,7 @@ def _run_in(folder, spec, cfg: VMCConfig, args: argparse.Namespace, overrides: d
         cfg, changes = resume_config(VMCConfig, folder, "vmc", cfg, given_keys(args.config, overrides), MUTABLE)
     cfg = replace(cfg, device=comm.device)  # cuda:LOCAL_RANK under torchrun
     return run_molecule(spec, cfg, folder, resume=args.resume, exact=not args.no_exact, comm=comm, stop=stop,
-                        changes=changes)
+                        changes=changes, progress=not args.no_progress)
 
 
 def summary(r: dict, out: str) -> str:
