@@ -101,9 +101,18 @@ def interrupted_message(exc: Interrupted, argv: list[str]) -> str:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A failed allocation: Python's MemoryError, torch's CPU allocator or a CUDA out-of-memory."""
-    text = str(exc)
-    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "out of memory" in text.lower()
+    """A failed allocation: Python's MemoryError, torch's CPU allocator, a CUDA out-of-memory, NumPy's
+    "Unable to allocate", or any of these wrapped by another layer (PySCF's ThreadRuntimeError)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the exception and its causes
+        if seen is None:
+            return False
+        text = str(seen).lower()
+        if isinstance(seen, MemoryError) or any(
+                words in text for words in ("can't allocate memory", "out of memory", "unable to allocate")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def out_of_memory_message(exc: BaseException) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from nnqs.cli.run_options import add_run_arguments, run_mode, signals_for
 from nnqs.common.config import build_config
 from nnqs.common.errors import UserError
 from nnqs.lm.train import TrainConfig
@@ -71,12 +72,7 @@ def _register_train(actions: argparse._SubParsersAction) -> None:
         p.add_argument(flag, dest=key, type=kind, choices=choices, help=f"{text} (default {defaults[key]})")
     p.add_argument("--config", help="TOML file of training settings (flags override it)")
     p.add_argument("--out", required=True, help="run folder (one run per folder)")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="continue the run in --out (its config.toml holds its settings; --steps extends it)")
-    mode.add_argument("--overwrite", action="store_true", help="replace the run in --out (its files are deleted)")
-    p.add_argument("--json", action="store_true", help="print the result object as the last stdout line")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    add_run_arguments(p)
     p.set_defaults(func=cmd_train)
 
 
@@ -124,7 +120,6 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from nnqs.common.interrupt import Interrupted, StopSignal
     from nnqs.common.resume import given_keys, resume_config
     from nnqs.common.runfolder import claim
     from nnqs.lm.run import MUTABLE, train_in_folder
@@ -133,17 +128,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     overrides.update(data=args.data, train_size=args.train_size)
     cfg = build_config(TrainConfig, args.config, overrides)
     out = Path(args.out)
-    with claim(out, "resume" if args.resume else "overwrite" if args.overwrite else "new") as folder:
+    with claim(out, run_mode(args)) as folder:
         changes = []
         if args.resume:
             cfg, changes = resume_config(TrainConfig, folder, "lm", cfg, given_keys(args.config, overrides), MUTABLE)
-        with StopSignal() as stop:
-            try:
-                result = train_in_folder(cfg, folder, resume=args.resume, progress=not args.no_progress, stop=stop,
-                                         changes=changes)
-            except Interrupted as exc:
-                exc.folder = out
-                raise
+        with signals_for(out) as stop:
+            result = train_in_folder(cfg, folder, resume=args.resume, progress=not args.no_progress, stop=stop,
+                                     changes=changes)
     if args.json:
         print(json.dumps(result))
     else:

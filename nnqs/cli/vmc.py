@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from nnqs.cli.molecule_args import add_molecule_arguments, spec_from_args
+from nnqs.cli.run_options import add_run_arguments, run_mode, signals_for
 from nnqs.common.config import build_config
 from nnqs.vmc.step import VMCConfig
 
@@ -48,19 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         group.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None, help=text)
     p.add_argument("--config", metavar="FILE.toml", help="run config (flags override it)")
     p.add_argument("--out", metavar="DIR", help="run folder (default runs/<system>); one run per folder")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="continue the run in --out (its config.toml holds its settings; --steps extends it)")
-    mode.add_argument("--overwrite", action="store_true", help="replace the run in --out (its files are deleted)")
+    add_run_arguments(p)
     p.add_argument("--no-exact", action="store_true", help="skip HF/CCSD(T)/FCI references")
-    p.add_argument("--json", action="store_true", help="print result.json as the last stdout line")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from nnqs.common.distributed import from_environment
-    from nnqs.common.interrupt import Interrupted, StopSignal
     from nnqs.common.runfolder import RunFolder, claim
 
     overrides = {k: getattr(args, k) for k in FLAGS}
@@ -69,14 +64,9 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or f"runs/{(spec.name or 'system').replace('/', '_')}"
     comm = from_environment(cfg.device)  # one process unless launched by torchrun
     try:
-        mode = "resume" if args.resume else "overwrite" if args.overwrite else "new"
-        with claim(out, mode) if comm.is_root else RunFolder(Path(out), None) as folder:
-            with StopSignal() as stop:
-                try:
-                    result = _run_in(folder, spec, cfg, args, overrides, comm, stop)
-                except Interrupted as exc:
-                    exc.folder = out
-                    raise
+        with claim(out, run_mode(args)) if comm.is_root else RunFolder(Path(out), None) as folder:
+            with signals_for(out) as stop:
+                result = _run_in(folder, spec, cfg, args, overrides, comm, stop)
     finally:
         comm.close()
     if not comm.is_root:

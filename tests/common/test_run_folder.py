@@ -5,6 +5,7 @@ import signal
 import time
 
 import pytest
+import torch
 
 from nnqs.cli import main
 from nnqs.common.checkpoint import load_checkpoint
@@ -121,3 +122,38 @@ def test_resume_without_steps_finishes_the_runs_own_steps(tmp_path, capsys, monk
     assert main([*VMC, "--out", str(out), "--resume"]) == 0
     assert load_checkpoint(out, "vmc")["step"] == 6 and "steps = 6\n" in (out / "config.toml").read_text()
     assert len((out / "history.csv").read_text().splitlines()) == 1 + 6
+
+
+def test_an_older_layout_checkpoint_loads_for_a_warm_start_but_is_not_resumed(tmp_path, capsys, monkeypatch):
+    import nnqs.common.checkpoint as checkpoint
+    from nnqs.common.checkpoint import save_checkpoint
+    from nnqs.vmc.run import load_model_state
+
+    out = tmp_path / "run"
+    assert main([*VMC, "--steps", "2", "--out", str(out)]) == 0
+    new = load_checkpoint(out, "vmc")
+    old = {"step": 2, "n_samples": 10, "model": new["model"], "hparams": new["model_config"],
+           "optimizer": new["optimizer"], "scheduler": new["scheduler"], "generator": new["rng"]["generator"],
+           "torch_rng": new["rng"]["torch"], "config": new["config"], "system": new["system"]}  # version 1 keys
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoint, "VERSION", 1)
+        save_checkpoint(out / "checkpoint.pt", "vmc", old)
+    weights = load_model_state(out)
+    assert all(torch.equal(weights[k], new["model"][k]) for k in weights)
+    err = one_line(capsys, 2, [*VMC, "--steps", "4", "--out", str(out), "--resume"])
+    assert err == (f"nnqs: error: checkpoint {out}/checkpoint.pt comes from an older layout (format version 1) and "
+                   "cannot be resumed; its model still loads for evaluation or a warm start; start a new run in "
+                   "another --out")
+
+
+def test_both_commands_take_the_same_run_options():
+    from nnqs.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices
+    lm = next(a for a in sub["lm"]._actions if a.dest == "lm_command").choices["train"]
+    shared = {"--out", "--config", "--resume", "--overwrite", "--json", "--no-progress", "--steps", "--seed", "--lr",
+              "--d-model", "--n-layers", "--n-heads", "--device", "--threads", "--checkpoint-every",
+              "--checkpoint-seconds"}
+    for parser in (sub["vmc"], lm):
+        options = {s for a in parser._actions for s in a.option_strings}
+        assert shared <= options, shared - options
