@@ -40,7 +40,12 @@ def _flag(key: str) -> str:
 def saved_config(cls: type[C], folder: RunFolder, kind: str) -> C:
     """The run's config: its ``config.toml``, else the config stored in its checkpoint."""
     if folder.config.is_file():
-        return build_config(cls, folder.config)
+        try:
+            return build_config(cls, folder.config)
+        except UserError as exc:
+            reason = str(exc).split("; valid keys")[0]
+            raise UserError(f"the run in {folder.path} is not of kind {kind!r}, or its config.toml was edited "
+                            f"({reason})") from None
     if folder.checkpoint.is_file():
         stored = load_checkpoint(folder.checkpoint, kind).get("config")
         if isinstance(stored, dict):

@@ -157,3 +157,10 @@ def test_both_commands_take_the_same_run_options():
     for parser in (sub["vmc"], lm):
         options = {s for a in parser._actions for s in a.option_strings}
         assert shared <= options, shared - options
+
+
+def test_resuming_a_run_of_the_other_kind_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main([*VMC, "--steps", "2", "--out", str(out)]) == 0
+    err = one_line(capsys, 2, [*LM, "--out", str(out), "--resume"])
+    assert err.startswith(f"nnqs: error: the run in {out} is not of kind 'lm'")
