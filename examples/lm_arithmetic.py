@@ -23,12 +23,14 @@ from pathlib import Path
 
 import torch
 
-from nnqs.lm.artifacts import finish_run_folder, run_hooks, start_run_folder
+from nnqs.common.runfolder import claim
+from nnqs.lm.checkpoint import load_lm
 from nnqs.lm.data import encode_pairs, generate_pairs, save_pairs
 from nnqs.lm.evaluate import evaluate
 from nnqs.lm.generate import Sampling, answer_to_text, generate
+from nnqs.lm.run import train_in_folder
 from nnqs.lm.tokenizer import encode_question
-from nnqs.lm.train import TrainConfig, train
+from nnqs.lm.train import TrainConfig
 
 QUESTIONS = [
     "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS",
@@ -56,16 +58,15 @@ def main(argv: list[str] | None = None) -> None:
 
     for arch in ("decoder", "seq2seq"):
         cfg = TrainConfig(arch=arch, data=str(out / "train.json"), steps=args.steps)
-        run_dir = out / arch
-        start_run_folder(run_dir, cfg)
-        run = train(cfg, run_hooks(run_dir, cfg.steps))
-        result = finish_run_folder(run_dir, run)
-        metrics = evaluate(run.model, test)
+        with claim(out / arch, "overwrite") as folder:  # the example's own folders: a rerun replaces them
+            result = train_in_folder(cfg, folder)
+        model, _ = load_lm(out / arch)
+        metrics = evaluate(model, test)
         print(f"\n{arch}: {result['n_parameters']} parameters, {result['steps']} steps in {result['wall_s']:.0f} s")
         print(f"  held-out test ({metrics.n_pairs} pairs): exact match {metrics.exact_match:.4f}, "
               f"token accuracy {metrics.token_accuracy:.4f}")
-        greedy = generate(run.model, questions)
-        sampled = generate(run.model, questions, Sampling(temperature=1.0, top_k=3), torch.Generator().manual_seed(0))
+        greedy = generate(model, questions)
+        sampled = generate(model, questions, Sampling(temperature=1.0, top_k=3), torch.Generator().manual_seed(0))
         for q, g, s in zip(QUESTIONS, greedy, sampled):
             print(f"  {q}  ->  {answer_to_text(g)}   (sampled, T=1, top-k 3: {answer_to_text(s)})")
     print(f"\nrun folders (checkpoint, history.csv, curve.png, result.json) under {out}")

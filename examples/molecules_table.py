@@ -30,7 +30,7 @@ def main() -> None:
     rows = []
     for name in args.molecules:
         cfg = config(args)
-        rows.append({"molecule": name, **run_molecule(get_spec(name), cfg, Path(args.out) / name)})
+        rows.append({"molecule": name, **run_molecule(get_spec(name), cfg, Path(args.out) / name, overwrite=True)})
     header = f"{'molecule':<9}{'qubits':>7}{'HF':>15}{'CCSD(T)':>15}{'VMC':>15}{'exact':>15}{'err/mHa':>10}{'wall/s':>9}"
     print(header)
     for r in rows:

@@ -61,7 +61,7 @@ def main() -> None:
     for bond in args.bonds:
         spec = MoleculeSpec(name=f"N2_{bond:.4f}", atom=f"N 0 0 0; N 0 0 {bond}")
         run_dir = out / f"r{bond:.4f}"
-        result = run_molecule(spec, config(args), run_dir, init_model=previous)
+        result = run_molecule(spec, config(args), run_dir, init_model=previous, overwrite=True)  # a rerun replaces
         previous = load_model_state(run_dir)
         rows.append({"bond": bond, **result})
         print(f"r = {bond:.4f} A  VMC {result['energy']:.6f}  FCI {result['e_exact']:.6f}  "

@@ -4,17 +4,23 @@ Each subcommand module exposes ``register(subparsers)``, which adds its parser
 and sets ``func`` (a callable taking the parsed namespace and returning an exit
 code). Errors a user can cause (:class:`hamiltonians.errors.InputError`, and an
 ``OSError`` on a path the user named) become one line on stderr and exit code 2,
-never a traceback.
+never a traceback; failures of the machine (disk full, out of memory) one line and
+exit code 1; SIGINT / SIGTERM during a run one line saying how to resume, and exit
+code 130 / 143 (:mod:`nnqs.common.interrupt`).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import re
+import shlex
 import sys
+from pathlib import Path
 
 from hamiltonians.errors import InputError, OutOfMemory, is_memory_failure
 from nnqs.common.allocator import reuse_freed_memory
+from nnqs.common.errors import EnvironmentFailure, disk_full, disk_full_error
+from nnqs.common.interrupt import Interrupted
 
 SUBCOMMAND_MODULES = ("nnqs.cli.exact", "nnqs.cli.vmc", "nnqs.cli.lm")
 
@@ -45,13 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     reuse_freed_memory()  # about 2x faster VMC steps on glibc (see nnqs.common.allocator)
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
         code = args.func(args)
     except InputError as exc:
         sys.stderr.write(f"nnqs: error: {one_line(exc)}\n")
         return 2
+    except EnvironmentFailure as exc:
+        sys.stderr.write(f"nnqs: error: {one_line(exc)}\n")
+        return 1
+    except Interrupted as exc:
+        sys.stderr.write(f"nnqs: {one_line(interrupted_message(exc, argv))}\n")
+        return exc.exit_code
     except OSError as exc:  # a path given by the user that cannot be read or written
+        if disk_full(exc):
+            sys.stderr.write(f"nnqs: error: {one_line(disk_full_error(exc.filename or 'a file', exc))}\n")
+            return 1
         where = f"{exc.filename}: " if exc.filename else ""
         sys.stderr.write(f"nnqs: error: {one_line(where + (exc.strerror or exc.__class__.__name__))}\n")
         return 2
@@ -66,11 +82,39 @@ def main(argv: list[str] | None = None) -> int:
     return int(code or 0)
 
 
+def interrupted_message(exc: Interrupted, argv: list[str]) -> str:
+    """What was saved and the command that continues the run (``exc.folder``: the run folder, if any)."""
+    folder = getattr(exc, "folder", None)
+    what = f"interrupted by {exc}"
+    if folder is None:
+        return what
+    plain = [a for a in argv if a not in ("--resume", "--overwrite")]
+    again = shlex.join(["nnqs", *plain, "--resume"])
+    ckpt = Path(folder) / "checkpoint.pt"
+    if exc.step is not None:
+        return f"{what} at step {exc.step}; checkpoint saved in {ckpt}; continue with: {again}"
+    if ckpt.is_file():
+        return f"{what}; the last checkpoint is in {ckpt}; continue with: {again}"
+    if (Path(folder) / "config.toml").is_file():
+        return f"{what} before the first checkpoint; start again from step 0 with: {again}"
+    return f"{what} before the run started; nothing was saved; run again with: {shlex.join(['nnqs', *argv])}"
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A failed allocation: Python's MemoryError (also wrapped, as PySCF's ThreadRuntimeError does),
-    torch's CPU allocator or a CUDA out-of-memory."""
-    text = str(exc)
-    return is_memory_failure(exc) or "can't allocate memory" in text or "out of memory" in text.lower()
+    """A failed allocation: Python's MemoryError, torch's CPU allocator, a CUDA out-of-memory, NumPy's
+    "Unable to allocate", or any of these wrapped by another layer (PySCF's ThreadRuntimeError)."""
+    if is_memory_failure(exc):
+        return True
+    seen: BaseException | None = exc
+    for _ in range(8):  # the exception and its causes
+        if seen is None:
+            return False
+        text = str(seen).lower()
+        if isinstance(seen, MemoryError) or any(
+                words in text for words in ("can't allocate memory", "out of memory", "unable to allocate")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def out_of_memory_message(exc: BaseException) -> str:

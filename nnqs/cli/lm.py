@@ -1,7 +1,7 @@
 """`nnqs lm`: the arithmetic language model on the shared Transformer core.
 
     nnqs lm data --n 2000 --seed 7 --out test.json [--exclude runs/d/train.json]
-    nnqs lm train --arch decoder|seq2seq [--data FILE | --train-size 5000] --out DIR [--resume] [--json]
+    nnqs lm train --arch decoder|seq2seq [--data FILE | --train-size 5000] --out DIR [--resume | --overwrite] [--json]
     nnqs lm eval --ckpt DIR --data FILE [--json]
     nnqs lm generate --ckpt DIR "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS" [--temperature T]
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from nnqs.cli.run_options import add_run_arguments, run_mode, signals_for
 from nnqs.common.config import build_config
 from nnqs.common.errors import UserError
 from nnqs.lm.train import TrainConfig
@@ -33,8 +34,11 @@ TRAIN_FLAGS = (
     ("--n-heads", "n_heads", int, "attention heads"),
     ("--d-ff", "d_ff", int, "MLP width (default 4 * d_model)"),
     ("--dropout", "dropout", float, "dropout rate"),
-    ("--eval-every", "eval_every", int, "steps between validations (and checkpoints)"),
-    ("--device", "device", str, "torch device, e.g. cpu or cuda"),
+    ("--eval-every", "eval_every", int, "steps between validations"),
+    ("--device", "device", str, "torch device: cpu, cuda or cuda:N"),
+    ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints"),
+    ("--checkpoint-seconds", "checkpoint_seconds", float, "seconds between checkpoints as well (0: off)"),
+    ("--threads", "threads", int, "torch CPU threads (0: torch's choice)"),
 )
 
 
@@ -67,11 +71,8 @@ def _register_train(actions: argparse._SubParsersAction) -> None:
         choices = ("decoder", "seq2seq") if key == "arch" else None
         p.add_argument(flag, dest=key, type=kind, choices=choices, help=f"{text} (default {defaults[key]})")
     p.add_argument("--config", help="TOML file of training settings (flags override it)")
-    p.add_argument("--out", required=True, help="run folder")
-    p.add_argument("--resume", action="store_true", help="continue the run saved in --out (same settings)")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
-    p.add_argument("--json", action="store_true", help="print the result object as the last stdout line")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--out", required=True, help="run folder (one run per folder)")
+    add_run_arguments(p)
     p.set_defaults(func=cmd_train)
 
 
@@ -96,15 +97,21 @@ def _register_generate(actions: argparse._SubParsersAction) -> None:
 
 
 def _set_threads(threads: int | None) -> None:
+    from nnqs.common.config import apply_threads, check_threads
+
     if threads is not None:
-        if not 1 <= threads <= 1024:
-            raise UserError(f"--threads must be in 1..1024, got {threads}")
-        torch.set_num_threads(threads)
+        try:
+            check_threads(threads)
+        except ValueError as exc:
+            raise UserError(f"--{exc}") from None
+        apply_threads(threads)
 
 
 def cmd_data(args: argparse.Namespace) -> int:
     from nnqs.lm.data import generate_pairs, load_pairs, save_pairs
 
+    if Path(args.out).is_dir():
+        raise UserError(f"--out {args.out} is a folder; give a file name (e.g. {Path(args.out) / 'data.json'})")
     exclude = set(load_pairs(args.exclude).questions) if args.exclude else set()
     pairs = generate_pairs(args.n, args.seed, exclude=exclude)
     save_pairs(args.out, pairs)
@@ -113,18 +120,21 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from nnqs.lm.artifacts import finish_run_folder, resume_from, run_hooks, start_run_folder
-    from nnqs.lm.train import train
+    from nnqs.common.resume import given_keys, resume_config
+    from nnqs.common.runfolder import claim
+    from nnqs.lm.run import MUTABLE, train_in_folder
 
-    _set_threads(args.threads)
     overrides = {key: getattr(args, key) for _, key, _, _ in TRAIN_FLAGS}
     overrides.update(data=args.data, train_size=args.train_size)
     cfg = build_config(TrainConfig, args.config, overrides)
     out = Path(args.out)
-    restore = resume_from(out, cfg) if args.resume else None
-    start_run_folder(out, cfg)
-    run = train(cfg, run_hooks(out, cfg.steps, progress=not args.no_progress), restore)
-    result = finish_run_folder(out, run)
+    with claim(out, run_mode(args)) as folder:
+        changes = []
+        if args.resume:
+            cfg, changes = resume_config(TrainConfig, folder, "lm", cfg, given_keys(args.config, overrides), MUTABLE)
+        with signals_for(out) as stop:
+            result = train_in_folder(cfg, folder, resume=args.resume, progress=not args.no_progress, stop=stop,
+                                     changes=changes)
     if args.json:
         print(json.dumps(result))
     else:
@@ -135,7 +145,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from nnqs.lm.artifacts import load_lm
+    from nnqs.lm.checkpoint import load_lm
     from nnqs.lm.data import encode_pairs, load_pairs
     from nnqs.lm.evaluate import evaluate
 
@@ -153,7 +163,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from nnqs.lm.artifacts import load_lm
+    from nnqs.lm.checkpoint import load_lm
     from nnqs.lm.generate import Sampling, answer_to_text, generate
     from nnqs.lm.tokenizer import encode_question
 

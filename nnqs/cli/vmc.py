@@ -8,9 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-
+from pathlib import Path
 
 from nnqs.cli.molecule_args import add_molecule_arguments, spec_from_args
+from nnqs.cli.run_options import add_run_arguments, run_mode, signals_for
 from nnqs.common.config import build_config
 from nnqs.vmc.step import VMCConfig
 
@@ -33,7 +34,8 @@ FLAGS = {
     "max_batch": (int, "configurations per network call in the local energy (memory knob)"),
     "final_samples": (int, "fresh samples for the reported energy (default 1e12)"),
     "checkpoint_every": (int, "steps between checkpoints (default 50)"),
-    "threads": (int, "torch threads (default: torch's choice)"),
+    "checkpoint_seconds": (float, "seconds between checkpoints as well (default 60; 0: off)"),
+    "threads": (int, "torch threads (default 0: torch's choice)"),
 }
 
 
@@ -46,24 +48,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, (kind, text) in FLAGS.items():
         group.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None, help=text)
     p.add_argument("--config", metavar="FILE.toml", help="run config (flags override it)")
-    p.add_argument("--out", metavar="DIR", help="output folder (default runs/<system>)")
-    p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.add_argument("--out", metavar="DIR", help="run folder (default runs/<system>); one run per folder")
+    add_run_arguments(p)
     p.add_argument("--no-exact", action="store_true", help="skip HF/CCSD(T)/FCI references")
-    p.add_argument("--json", action="store_true", help="print result.json as the last stdout line")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from nnqs.common.distributed import from_environment
-    from nnqs.vmc.run import run_molecule
+    from nnqs.common.runfolder import RunFolder, claim
 
-    cfg = build_config(VMCConfig, args.config, {k: getattr(args, k) for k in FLAGS})
+    overrides = {k: getattr(args, k) for k in FLAGS}
+    cfg = build_config(VMCConfig, args.config, overrides)
     spec = spec_from_args(args)
     out = args.out or f"runs/{(spec.name or 'system').replace('/', '_')}"
     comm = from_environment(cfg.device)  # one process unless launched by torchrun
     try:
-        cfg = replace(cfg, device=comm.device)  # cuda:LOCAL_RANK under torchrun
-        result = run_molecule(spec, cfg, out, resume=args.resume, exact=not args.no_exact, comm=comm)
+        with claim(out, run_mode(args)) if comm.is_root else RunFolder(Path(out), None) as folder:
+            with signals_for(out) as stop:
+                result = _run_in(folder, spec, cfg, args, overrides, comm, stop)
     finally:
         comm.close()
     if not comm.is_root:
@@ -73,6 +76,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(summary(result, out))
     return 0
+
+
+def _run_in(folder, spec, cfg: VMCConfig, args: argparse.Namespace, overrides: dict, comm, stop) -> dict:
+    """Reconcile ``cfg`` with the run's own config on --resume, then run."""
+    from nnqs.common.resume import given_keys, resume_config
+    from nnqs.vmc.run import MUTABLE, run_molecule
+
+    changes = []
+    if args.resume:
+        cfg, changes = resume_config(VMCConfig, folder, "vmc", cfg, given_keys(args.config, overrides), MUTABLE)
+    cfg = replace(cfg, device=comm.device)  # cuda:LOCAL_RANK under torchrun
+    return run_molecule(spec, cfg, folder, resume=args.resume, exact=not args.no_exact, comm=comm, stop=stop,
+                        changes=changes, progress=not args.no_progress)
 
 
 def summary(r: dict, out: str) -> str:

@@ -1,11 +1,24 @@
-"""Atomic checkpoints, loaded with ``torch.load(weights_only=True)``.
+"""Checkpoints of both modes: one schema, sealed, written atomically, loaded with ``weights_only=True``.
 
-A checkpoint is a dict of tensors and primitives with a header
-``{"format": "nnqs", "version": 1, "kind": "vmc" | "lm", ...}``. It is written to a
-temporary file in the same folder, flushed, fsynced and renamed over the
-target, so a crash at any moment leaves either the old or the new file, never
-a torn one. Any file that cannot be read, or is not an nnqs checkpoint of the
-expected kind, is refused with one :class:`~nnqs.common.errors.UserError` line.
+Schema (format version 2), the same keys for VMC and LM:
+
+==============  ==============================================================
+``format``      ``"nnqs"``; ``version``: 2; ``kind``: ``"vmc"`` or ``"lm"``
+``model``       the model's state dict
+``model_config`` the keyword arguments that rebuild the model
+``optimizer``   optimizer state dict; ``scheduler``: the LambdaLR state dict
+``step``        steps completed
+``rng``         ``{"torch": global CPU RNG state, "generator": the run's generator state, ...}``
+``config``      the run config (a dict of primitives)
+``history``     ``{"fields": [...], "rows": [[str, ...], ...]}``: history.csv as written so far
+``extras``      the mode's counters (VMC: requested samples; LM: losses since the last validation)
+==============  ==============================================================
+
+plus one key per mode: ``system`` (VMC: what the integrals are) or ``vocabulary`` (LM).
+Checkpoints of the older layout (version 1: VMC ``model``/``hparams``, LM
+``model_state``/``model_config``) still load for their weights (:func:`load_checkpoint`
+maps them to the keys above and marks them ``layout = 1``); resuming one is refused in
+one line (:func:`nnqs.common.resume.check_resumable`).
 
 Integrity: the file is the ``torch.save`` bytes followed by a fixed-size seal,
 ``b"\\nnnqs-sha256 " + hex SHA-256 of those bytes + b"\\n"``. Loading reads the
@@ -17,49 +30,24 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from nnqs.common.atomic import atomic_write_bytes
 from nnqs.common.errors import UserError
 
 FORMAT = "nnqs"
-VERSION = 1
+VERSION = 2
+OLD_VERSIONS = (1,)
 SEAL_MAGIC = b"\nnnqs-sha256 "
 SEAL_SIZE = len(SEAL_MAGIC) + 64 + 1
-
-
-def atomic_write_bytes(path: str | Path, write: Any) -> None:
-    """Call ``write(fileobj)`` on a temp file next to ``path``, then rename it over ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (UTF-8)."""
-    atomic_write_bytes(path, lambda fh: fh.write(text.encode("utf-8")))
+SCHEMA_KEYS = ("model", "model_config", "optimizer", "scheduler", "step", "rng", "config", "history", "extras")
 
 
 def save_checkpoint(path: str | Path, kind: str, payload: dict[str, Any]) -> None:
-    """Write ``payload`` (tensors, primitives, nested dicts/lists) atomically with a header."""
+    """Write ``payload`` (tensors, primitives, nested dicts/lists) atomically with a header and a seal."""
     data = {"format": FORMAT, "version": VERSION, "kind": kind, **payload}
     buf = io.BytesIO()
     torch.save(data, buf)
@@ -84,7 +72,7 @@ def _sealed_body(path: Path) -> bytes:
 
 
 def load_checkpoint(path: str | Path, kind: str, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load a checkpoint of ``kind`` safely; anything else is a one-line UserError."""
+    """Load a checkpoint of ``kind`` (file or run folder) safely; anything else is a one-line UserError."""
     path = Path(path)
     if path.is_dir():
         path = path / "checkpoint.pt"
@@ -98,8 +86,18 @@ def load_checkpoint(path: str | Path, kind: str, map_location: str | torch.devic
         raise UserError(f"checkpoint {path} is corrupt or not an nnqs checkpoint ({reason[:120]})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UserError(f"checkpoint {path} is not an nnqs checkpoint")
-    if data.get("version") != VERSION:
-        raise UserError(f"checkpoint {path} has format version {data.get('version')}, expected {VERSION}")
+    if data.get("version") not in (VERSION, *OLD_VERSIONS):
+        raise UserError(f"checkpoint {path} has format version {data.get('version')!r}, expected {VERSION}")
     if data.get("kind") != kind:
         raise UserError(f"checkpoint {path} is a {data.get('kind')!r} checkpoint, expected {kind!r}")
+    return _upgrade_v1(data) if data["version"] == 1 else data
+
+
+def _upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """An older-layout checkpoint under this schema's key names (weights only: ``layout = 1``)."""
+    data = dict(data, layout=1)
+    if "model_state" in data:  # LM: model_state / model_config / torch_rng
+        data["model"] = data.pop("model_state")
+    if "hparams" in data:  # VMC: model / hparams / generator / torch_rng
+        data["model_config"] = data.pop("hparams")
     return data

@@ -12,6 +12,8 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
+import tomli_w
+
 from nnqs.common.errors import UserError
 
 C = TypeVar("C")
@@ -87,23 +89,28 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
-
-
 def config_to_toml(cfg: Any) -> str:
     """The dataclass as flat TOML (None values are left out: they mean 'default')."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in dataclasses.asdict(cfg).items() if v is not None]
-    return "\n".join(lines) + "\n"
+    return tomli_w.dumps({k: v for k, v in config_to_dict(cfg).items() if v is not None})
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
     """Plain dict of primitives (for checkpoints loaded with weights_only=True)."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(cfg).items()}
+
+
+THREADS_MAX = 1024  # bounds of the ``threads`` field of every run config (0: torch's default)
+
+
+def check_threads(threads: int) -> None:
+    """``threads`` must be in 0..THREADS_MAX (ValueError otherwise)."""
+    if not 0 <= threads <= THREADS_MAX:
+        raise ValueError(f"threads must be in 0..{THREADS_MAX}, got {threads}")
+
+
+def apply_threads(threads: int) -> None:
+    """Set torch's CPU threads (0 leaves torch's default, which follows OMP_NUM_THREADS)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)

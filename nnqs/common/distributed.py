@@ -1,6 +1,6 @@
 """Data-parallel VMC: one optimisation over K processes (``torchrun``), or one process.
 
-A :class:`Communicator` is all the VMC code knows of the other processes:
+:class:`Communicator` (a ``typing.Protocol``) is all the VMC code knows of the other processes:
 ``rank``, ``world_size``, ``is_root``, the rank's ``device``, sums
 (``all_reduce_sum``), row gathers (``all_gather_rows``) and the sample share
 of this rank (``share`` / ``unshare``). :class:`SingleProcess` is the default:
@@ -33,15 +33,39 @@ that the ranks drew the same samples.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Iterable, Protocol, runtime_checkable
 
 import torch
 
 from nnqs.common.errors import UserError
 
 
+@runtime_checkable
+class Communicator(Protocol):
+    """The contract of every communicator: rank facts, sums, gathers and the sample share."""
+
+    rank: int
+    world_size: int
+    is_root: bool
+    device: str
+
+    def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor: ...
+
+    def all_gather_rows(self, tensor: torch.Tensor) -> torch.Tensor: ...
+
+    def share(self, tensor: torch.Tensor) -> torch.Tensor: ...
+
+    def unshare(self, tensor: torch.Tensor) -> torch.Tensor: ...
+
+    def sum_gradients(self, parameters: Iterable[torch.nn.Parameter]) -> None: ...
+
+    def check_same_samples(self, configs: torch.Tensor, counts: torch.Tensor) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class SingleProcess:
-    """The one-process communicator: sums and gathers are the identity."""
+    """The one-process :class:`Communicator`: sums and gathers are the identity."""
 
     rank = 0
     world_size = 1
@@ -77,7 +101,7 @@ class SingleProcess:
 
 
 class TorchDistributed(SingleProcess):
-    """A communicator over the default torch.distributed process group (already initialised)."""
+    """A :class:`Communicator` over the default torch.distributed process group (already initialised)."""
 
     def __init__(self, device: str = "cpu") -> None:
         import torch.distributed as dist
@@ -152,7 +176,7 @@ class TorchDistributed(SingleProcess):
             self.dist.destroy_process_group()
 
 
-def from_environment(device: str = "cpu") -> SingleProcess:
+def from_environment(device: str = "cpu") -> Communicator:
     """The communicator of this process: :class:`TorchDistributed` under ``torchrun`` with
     ``WORLD_SIZE`` > 1 (process group from ``MASTER_ADDR``/``MASTER_PORT``/``RANK``; gloo on
     CPU, NCCL on ``cuda`` with this process on ``cuda:LOCAL_RANK``), else :class:`SingleProcess`."""

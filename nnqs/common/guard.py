@@ -1,9 +1,10 @@
-"""Divergence guard of the VMC loop: reject a non-finite step, roll back, lower the learning rate.
+"""Divergence guard of the training loop (both modes): reject a non-finite step, roll back,
+lower the learning rate.
 
 Before each step the guard keeps an in-memory copy of the run state (model,
-optimiser and schedule state, requested sample count). After the step it checks
-that the energy, its variance, the gradient norm and every parameter are
-finite. If not, the step is rejected: the copy is restored, the learning rate
+optimiser and schedule state, the mode's counters such as the VMC sample count).
+After the step it checks that the step's measures (energy, variance, loss -- whichever
+the step result has), the gradient norm and every parameter are finite. If not, the step is rejected: the copy is restored, the learning rate
 is multiplied by ``lr_factor`` (in the schedule's base rates, so a checkpoint
 and a resumed run keep it), the event is reported, and the step is tried again
 with fresh samples (the sampler's generator is not rewound). After
@@ -25,6 +26,9 @@ import torch
 from nnqs.common.errors import UserError
 
 
+GUARDED = ("energy", "variance", "loss", "grad_norm")  # the step-result fields checked, where present
+
+
 class DivergenceError(UserError):
     """The run kept producing non-finite values and was stopped (one line)."""
 
@@ -36,22 +40,22 @@ class Snapshot:
     model: dict
     optimizer: dict
     scheduler: dict
-    n_samples: int
+    counters: dict
 
 
 def take_snapshot(state) -> Snapshot:
-    """Deep copies of ``state``'s model, optimiser and schedule state dicts."""
-    model = {k: v.detach().clone() for k, v in state.wf.state_dict().items()}
+    """Deep copies of ``state``'s model, optimiser and schedule state dicts, and its counters."""
+    model = {k: v.detach().clone() for k, v in state.model.state_dict().items()}
     return Snapshot(model, copy.deepcopy(state.opt.state_dict()), copy.deepcopy(state.sched.state_dict()),
-                    state.n_samples)
+                    copy.deepcopy(state.counters()))
 
 
 def restore_snapshot(state, snap: Snapshot) -> None:
     """Put ``snap`` back into ``state`` (in place)."""
-    state.wf.load_state_dict(snap.model)
+    state.model.load_state_dict(snap.model)
     state.opt.load_state_dict(copy.deepcopy(snap.optimizer))
     state.sched.load_state_dict(copy.deepcopy(snap.scheduler))
-    state.n_samples = snap.n_samples
+    state.set_counters(copy.deepcopy(snap.counters))
 
 
 def scale_learning_rate(opt: torch.optim.Optimizer, sched, factor: float) -> None:
@@ -65,9 +69,9 @@ def scale_learning_rate(opt: torch.optim.Optimizer, sched, factor: float) -> Non
 
 
 def non_finite_reason(result, wf: torch.nn.Module) -> str | None:
-    """What is not finite after a step (energy, variance, gradient, parameters), or None."""
-    for name in ("energy", "variance", "grad_norm"):
-        value = getattr(result, name)
+    """What is not finite after a step (energy, variance, loss, gradient, parameters), or None."""
+    for name in GUARDED:
+        value = getattr(result, name, 0.0)
         if not math.isfinite(value):
             return f"{name} {value}"
     for name, p in wf.named_parameters():
@@ -78,7 +82,7 @@ def non_finite_reason(result, wf: torch.nn.Module) -> str | None:
 
 @dataclass
 class DivergenceGuard:
-    """Wraps each step of :func:`nnqs.vmc.driver.run_vmc`; see the module docstring.
+    """Wraps each step of :func:`nnqs.common.loop.run_loop`; see the module docstring.
 
     ``log(line)`` receives one line per event; ``checkpoint`` is named in the
     final error message.
@@ -94,12 +98,12 @@ class DivergenceGuard:
 
     def before_step(self, state) -> None:
         """Copy the state about to be stepped from (kept only while its parameters are finite)."""
-        if self._snap is None or all(bool(torch.isfinite(p).all()) for p in state.wf.parameters()):
+        if self._snap is None or all(bool(torch.isfinite(p).all()) for p in state.model.parameters()):
             self._snap = take_snapshot(state)
 
     def accept(self, result, state) -> bool:
         """True if the step is good; otherwise roll back, lower the rate, maybe stop (raises)."""
-        reason = non_finite_reason(result, state.wf)
+        reason = non_finite_reason(result, state.model)
         if reason is None:
             self.failures = 0
             return True

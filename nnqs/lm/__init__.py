@@ -2,6 +2,7 @@
 
 tokenizer (A5's vocabulary plus role and padding tokens), data (generation and
 the A5 JSON format), models (decoder-only and encoder-decoder on
-:class:`nnqs.nn.TransformerCore`), train, evaluate, generate (KV-cached), and
-artifacts (run folder, checkpoint). The wavefunction side never imports it.
+:class:`nnqs.nn.TransformerCore`), train (the shared loop skeleton), evaluate,
+generate (KV-cached), checkpoint (save, resume, load a model), plots (the curve)
+and run (one training run in its run folder). The wavefunction side never imports it.
 """

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from nnqs.common.checkpoint import atomic_write_text
+from nnqs.common.atomic import atomic_write_text
 from nnqs.common.errors import UserError
 from nnqs.lm.tokenizer import PAD, encode_answer, encode_question
 

@@ -2,27 +2,32 @@
 
 The defaults fit the task's budget of 5,000 generated training pairs: a small
 model (d_model 64, 2 layers per core), AdamW (lr 3e-3, weight decay 0.1) with
-warmup and cosine decay over 3,000 steps of 256 pairs. On two CPU threads that
-takes a few minutes and gives exact match >= 0.998 on held-out questions for
-both architectures (1.0 in the reference runs). The validation set is
-generated with a different seed (``seed + VAL_SEED_OFFSET``) and excludes
-every training question. The loop is short: :func:`train_step` does one optimizer
-step; logging, checkpointing and progress are hooks (:class:`Hooks`).
+warmup and cosine decay (the LambdaLR schedule of :mod:`nnqs.nn.schedule`) over
+3,000 steps of 256 pairs. On two CPU threads that takes a few minutes and gives
+exact match >= 0.998 on held-out questions for both architectures (1.0 in the
+reference runs). The validation set is generated with a different seed
+(``seed + VAL_SEED_OFFSET``) and excludes every training question. The loop is the
+shared skeleton (:func:`nnqs.common.loop.run_loop`): :func:`lm_step` does one
+optimizer step; validation, history, checkpoints and progress are callbacks.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Iterable, Literal
 
 import torch
 from torch import nn
 
+from nnqs.common.config import check_threads
 from nnqs.common.errors import UserError
+from nnqs.common.guard import DivergenceGuard
+from nnqs.common.interrupt import StopSignal
+from nnqs.common.loop import Callback, LoopState, run_loop
 from nnqs.lm.data import Batch, Pairs, encode_pairs, generate_pairs, load_pairs
-from nnqs.lm.evaluate import Metrics, evaluate
+from nnqs.lm.evaluate import evaluate
 from nnqs.lm.models import ArithmeticLM, ModelConfig, build_model, n_parameters
 from nnqs.nn.schedule import warmup_cosine
 
@@ -52,22 +57,44 @@ class TrainConfig:
     dropout: float = 0.0
     eval_every: int = 250
     device: str = "cpu"
+    checkpoint_every: int = 250
+    checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
+    threads: int = 0  # torch threads (0: leave torch's default)
 
     def __post_init__(self) -> None:
-        positive = ("train_size", "val_size", "steps", "batch_size", "d_model", "n_layers", "n_heads", "eval_every")
+        positive = ("train_size", "val_size", "steps", "batch_size", "d_model", "n_layers", "n_heads", "eval_every",
+                    "checkpoint_every")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not (self.lr > 0 and 0 <= self.min_lr_ratio <= 1 and self.weight_decay >= 0 and 0 <= self.dropout < 1):
-            raise ValueError("need lr > 0, 0 <= min_lr_ratio <= 1, weight_decay >= 0, 0 <= dropout < 1")
-        if self.warmup_steps < 0 or self.grad_clip <= 0 or (self.d_ff is not None and self.d_ff < 1):
-            raise ValueError("need warmup_steps >= 0, grad_clip > 0, d_ff >= 1")
-        if not all(math.isfinite(x) for x in (self.lr, self.weight_decay, self.grad_clip)):
-            raise ValueError("lr, weight_decay and grad_clip must be finite")
+        for name, ok, rule in (
+            ("lr", 0 < self.lr < math.inf, "a finite number > 0"),
+            ("min_lr_ratio", 0 <= self.min_lr_ratio <= 1, "in 0..1"),
+            ("weight_decay", 0 <= self.weight_decay < math.inf, "a finite number >= 0"),
+            ("dropout", 0 <= self.dropout < 1, "in [0, 1)"),
+            ("grad_clip", 0 < self.grad_clip < math.inf, "a finite number > 0"),
+            ("warmup_steps", self.warmup_steps >= 0, ">= 0"),
+            ("d_ff", self.d_ff is None or self.d_ff >= 1, ">= 1"),
+            ("checkpoint_seconds", 0 <= self.checkpoint_seconds <= 10**9, "in 0..1e9"),
+        ):
+            if not ok:
+                raise ValueError(f"{name} must be {rule}, got {getattr(self, name)}")
+        check_threads(self.threads)
         if not 0 <= self.seed < 2**63 - VAL_SEED_OFFSET:
             raise ValueError(f"seed must be in 0..2**63-{VAL_SEED_OFFSET + 1}, got {self.seed}")
+        check_device(self.device)
+
+
+def check_device(name: str) -> None:
+    """The LM runs on ``cpu``, ``cuda`` or ``cuda:N`` (ValueError otherwise, e.g. for meta or mps)."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {name!r}")
 
 
 def model_config(cfg: TrainConfig) -> ModelConfig:
@@ -86,33 +113,49 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * warmup_cosine(step, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
 
 
-def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices and embeddings, none on biases and LayerNorm gains."""
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (weight decay on matrices and embeddings, none on biases and LayerNorm gains) and
+    its warmup-cosine LambdaLR schedule (the rate of step s is :func:`lr_at`)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: warmup_cosine(s, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio))
+    return opt, sched
 
 
-def batch_indices(n: int, batch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
-    """Endless mini-batches of row indices: shuffled epochs, the last short batch dropped if n allows."""
-    size = min(batch_size, n)
-    while True:
-        order = torch.randperm(n, generator=generator)
-        for start in range(0, n - size + 1, size):
-            yield order[start : start + size]
+class BatchSampler:
+    """Endless mini-batches of row indices: shuffled epochs (one ``randperm`` of ``generator``
+    each), the last short batch dropped if n allows. Its position is saved in checkpoints."""
+
+    def __init__(self, n: int, batch_size: int, generator: torch.Generator) -> None:
+        self.n, self.size, self.generator = n, min(batch_size, n), generator
+        self.order: torch.Tensor | None = None
+        self.position = 0
+
+    def next(self) -> torch.Tensor:
+        """The next batch ``(size,)`` of row indices."""
+        if self.order is None or self.position + self.size > self.n:
+            self.order, self.position = torch.randperm(self.n, generator=self.generator), 0
+        self.position += self.size
+        return self.order[self.position - self.size : self.position]
+
+    def state_dict(self) -> dict:
+        return {"order": self.order, "position": self.position}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.order, self.position = state["order"], int(state["position"])
 
 
-def train_step(model: ArithmeticLM, opt: torch.optim.Optimizer, batch: Batch, lr: float, grad_clip: float) -> float:
-    """One teacher-forced AdamW step at learning rate ``lr``; returns the loss."""
-    for group in opt.param_groups:
-        group["lr"] = lr
+def train_step(model: ArithmeticLM, opt: torch.optim.Optimizer, batch: Batch, grad_clip: float) -> tuple[float, float]:
+    """One teacher-forced step at the optimizer's current rate; returns (loss, gradient norm before clipping)."""
     loss = model.loss(batch)
     opt.zero_grad(set_to_none=True)
     loss.backward()
-    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     opt.step()
-    return float(loss.detach())
+    return float(loss.detach()), float(grad_norm)
 
 
 @dataclass(frozen=True)
@@ -128,25 +171,44 @@ class EvalRecord:
 
 
 @dataclass
-class Hooks:
-    """Callbacks of the loop: after each step ``(step, loss, elapsed_s)``; after each validation."""
+class LMStepResult:
+    """What one training step measured (loss on answer tokens; ``lr``: the rate it used)."""
 
-    on_step: list[Callable[[int, float, float], None]] = field(default_factory=list)
-    on_eval: list[Callable[["TrainRun", EvalRecord], None]] = field(default_factory=list)
+    step: int
+    loss: float
+    lr: float
+    grad_norm: float
+    t_step: float
 
 
-@dataclass
-class TrainRun:
-    """The state of a run: what the hooks see and what :func:`train` returns."""
+@dataclass(kw_only=True)
+class TrainRun(LoopState):
+    """The state of a run: the loop state plus data, validation history and pending losses."""
 
     cfg: TrainConfig
-    model: ArithmeticLM
-    optimizer: torch.optim.AdamW
     train_pairs: Pairs
     val_pairs: Pairs
-    step: int = 0
+    train_batch: Batch
+    val_batch: Batch
+    batches: BatchSampler
     history: list[EvalRecord] = field(default_factory=list)
-    wall_s: float = 0.0
+    losses: list[float] = field(default_factory=list)  # training losses since the last validation
+    wall_s: float = 0.0  # training time before this process (resumed runs)
+    started: float = field(default_factory=time.perf_counter)
+
+    def elapsed(self) -> float:
+        """Training seconds so far, over all processes of the run."""
+        return time.perf_counter() - self.started
+
+    def extras(self) -> dict:
+        return {"batches": self.batches.state_dict(), "losses": list(self.losses), "wall_s": self.elapsed(),
+                "records": [dataclasses.asdict(r) for r in self.history]}
+
+    def load_extras(self, extras: dict) -> None:
+        self.batches.load_state_dict(extras["batches"])
+        self.losses = [float(x) for x in extras["losses"]]
+        self.history = [EvalRecord(**r) for r in extras["records"]]
+        self.wall_s = float(extras["wall_s"])
 
     def result(self) -> dict:
         """The run summary written to ``result.json``."""
@@ -160,59 +222,59 @@ class TrainRun:
         }
 
 
-def _validate(run: TrainRun, val: Batch, losses: list[float], elapsed: float) -> EvalRecord:
-    metrics: Metrics = evaluate(run.model, val)
-    mean_loss = sum(losses) / max(len(losses), 1)
-    lr = lr_at(run.step - 1, run.cfg)
-    return EvalRecord(run.step, mean_loss, lr, metrics.exact_match, metrics.token_accuracy, elapsed)
-
-
-def train(
-    cfg: TrainConfig, hooks: Hooks | None = None, restore: Callable[[TrainRun], None] | None = None,
-) -> TrainRun:
-    """Train the model ``cfg`` describes; validate every ``cfg.eval_every`` steps and at the end.
-
-    ``restore(run)`` (resuming) puts a checkpoint's model, optimizer, step, history and RNG
-    state into the fresh run; the batches then continue from that step exactly.
-    """
-    hooks = hooks or Hooks()
+def start_run(cfg: TrainConfig) -> TrainRun:
+    """A fresh run of ``cfg``: data, seeded model (the global RNG untouched), optimizer, schedule, batches."""
     device = _device(cfg.device)
     train_pairs, val_pairs = make_datasets(cfg)
-    train_batch, val_batch = encode_pairs(train_pairs).to(device), encode_pairs(val_pairs).to(device)
     with torch.random.fork_rng(devices=[]):  # seeded initialisation without touching the global RNG
         torch.manual_seed(cfg.seed)
         model = build_model(model_config(cfg)).to(device)
-    run = TrainRun(cfg, model, make_optimizer(model, cfg), train_pairs, val_pairs)
-    batches = batch_indices(len(train_batch), cfg.batch_size, torch.Generator().manual_seed(cfg.seed))
-    if restore is not None:
-        restore(run)
-        for _ in range(run.step):  # the batches already trained on
-            next(batches)
-    losses: list[float] = []
-    start = time.perf_counter() - run.wall_s
-    model.train()
-    for step in range(run.step, cfg.steps):
-        batch = train_batch.select(next(batches).to(device))
-        losses.append(train_step(model, run.optimizer, batch, lr_at(step, cfg), cfg.grad_clip))
-        run.step = step + 1
-        for hook in hooks.on_step:
-            hook(run.step, losses[-1], time.perf_counter() - start)
-        if run.step % cfg.eval_every == 0 or run.step == cfg.steps:
-            record = _validate(run, val_batch, losses, time.perf_counter() - start)
-            run.history.append(record)
-            losses = []
-            run.wall_s = time.perf_counter() - start
-            for hook in hooks.on_eval:
-                hook(run, record)
-    run.wall_s = time.perf_counter() - start
+    opt, sched = make_optimizer(model, cfg)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    train_batch = encode_pairs(train_pairs).to(device)
+    return TrainRun(model=model, opt=opt, sched=sched, generator=generator, cfg=cfg, train_pairs=train_pairs,
+                    val_pairs=val_pairs, train_batch=train_batch, val_batch=encode_pairs(val_pairs).to(device),
+                    batches=BatchSampler(len(train_batch), cfg.batch_size, generator))
+
+
+def lm_step(run: TrainRun) -> LMStepResult:
+    """One optimizer step on the next batch, then the schedule's step."""
+    t0 = time.perf_counter()
+    batch = run.train_batch.select(run.batches.next().to(run.train_batch.questions.device))
+    lr = run.opt.param_groups[0]["lr"]
+    loss, grad_norm = train_step(run.model, run.opt, batch, run.cfg.grad_clip)
+    run.sched.step()
+    return LMStepResult(run.step, loss, lr, grad_norm, time.perf_counter() - t0)
+
+
+def validate(result: LMStepResult, run: TrainRun) -> None:
+    """The first callback: keep the loss; every ``eval_every`` steps and at the end, validate."""
+    run.losses.append(result.loss)
+    if run.step % run.cfg.eval_every == 0 or run.step == run.cfg.steps:
+        metrics = evaluate(run.model, run.val_batch)
+        mean_loss = sum(run.losses) / max(len(run.losses), 1)
+        run.history.append(EvalRecord(run.step, mean_loss, result.lr, metrics.exact_match, metrics.token_accuracy,
+                                      run.elapsed()))
+        run.losses = []
+
+
+def train(
+    cfg: TrainConfig, callbacks: Iterable[Callback] = (), *, run: TrainRun | None = None,
+    guard: DivergenceGuard | None = None, stop: StopSignal | None = None, save=None,
+) -> TrainRun:
+    """Train the model ``cfg`` describes (or continue ``run``, e.g. restored from a checkpoint);
+    validate every ``cfg.eval_every`` steps and at the end. ``stop``/``save``: see
+    :func:`nnqs.common.loop.run_loop`."""
+    run = start_run(cfg) if run is None else run
+    run.started = time.perf_counter() - run.wall_s
+    run.model.train()
+    run_loop(run, lm_step, cfg.steps, [validate, *callbacks], guard, stop, save)
+    run.wall_s = run.elapsed()
     return run
 
 
 def _device(name: str) -> torch.device:
-    try:
-        device = torch.device(name)
-    except RuntimeError as exc:
-        raise UserError(f"bad device {name!r}: {exc}") from None
+    device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UserError(f"device {name!r} requested but CUDA is not available")
     return device

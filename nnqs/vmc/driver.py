@@ -1,8 +1,9 @@
-"""The VMC loop: a short loop over :func:`nnqs.vmc.step.vmc_step`; everything else is a callback.
+"""The VMC loop: :func:`nnqs.vmc.step.vmc_step` driven by the shared loop skeleton.
 
 :class:`RunState` is all that changes during a run (model, optimiser, schedule,
-sampler generator, requested sample count, step); checkpoints save and
-restore exactly that, so a resumed run continues the same trajectory.
+sampler generator, requested sample count, step); checkpoints (the schema of
+:mod:`nnqs.common.checkpoint`) save and restore exactly that, so a resumed run
+continues the same trajectory. The history row of a step is :func:`history_row`.
 """
 from __future__ import annotations
 
@@ -12,96 +13,86 @@ from typing import Callable, Iterable
 
 import torch
 
-from nnqs.common.checkpoint import load_checkpoint, save_checkpoint
-from nnqs.common.config import config_to_dict
-from nnqs.common.distributed import SingleProcess
-from nnqs.common.errors import UserError
+from nnqs.common.checkpoint import save_checkpoint
+from nnqs.common.distributed import Communicator, SingleProcess
 from nnqs.common.guard import DivergenceGuard
+from nnqs.common.interrupt import StopSignal
+from nnqs.common.loop import LoopState, run_loop, state_payload
 from nnqs.vmc.step import StepResult, VMCConfig, adapt_samples, make_optimizer, vmc_step
+
+KIND = "vmc"
+HISTORY_FIELDS = (
+    "step", "energy", "error_mha", "stderr", "variance", "n_samples", "n_unique",
+    "n_unique_connected", "lr", "grad_norm", "t_sample", "t_local", "t_grad",
+)
+WALL_TIME_FIELDS = ("t_sample", "t_local", "t_grad")
+HISTORY_FLOAT_FORMAT = ".12g"
 
 Callback = Callable[[StepResult, "RunState"], None]
 
 
-@dataclass
-class RunState:
-    wf: torch.nn.Module
-    opt: torch.optim.Optimizer
-    sched: torch.optim.lr_scheduler.LambdaLR
-    generator: torch.Generator
+@dataclass(kw_only=True)
+class RunState(LoopState):
+    """The VMC run state: the shared loop state plus the requested sample count and the ranks."""
+
     n_samples: int
-    step: int = 0  # steps completed
-    comm: SingleProcess = field(default_factory=SingleProcess)  # the ranks sharing the run (not checkpointed)
+    comm: Communicator = field(default_factory=SingleProcess)  # the ranks sharing the run (not checkpointed)
+
+    @property
+    def wf(self) -> torch.nn.Module:
+        """The wavefunction (the loop state's ``model``)."""
+        return self.model
+
+    def counters(self) -> dict:
+        return {"n_samples": self.n_samples}
+
+    def set_counters(self, counters: dict) -> None:
+        self.n_samples = int(counters["n_samples"])
 
 
-def new_state(wf, cfg: VMCConfig, comm: SingleProcess | None = None) -> RunState:
+def new_state(wf, cfg: VMCConfig, comm: Communicator | None = None) -> RunState:
+    """A fresh run state: optimiser and schedule of ``cfg``, the sampler generator seeded with ``cfg.seed``."""
     opt, sched = make_optimizer(wf, cfg)
     generator = torch.Generator(device=wf.device).manual_seed(cfg.seed)  # the same stream on every rank
-    return RunState(wf, opt, sched, generator, cfg.samples, comm=comm or SingleProcess(cfg.device))
+    return RunState(model=wf, opt=opt, sched=sched, generator=generator, n_samples=cfg.samples,
+                    comm=comm or SingleProcess(cfg.device))
+
+
+def history_row(result: StepResult, e_exact: float | None) -> dict:
+    """One history.csv row of a step (``error_mha``: mHa from the exact energy, None without one)."""
+    row = {k: getattr(result, k) for k in HISTORY_FIELDS if k != "error_mha"}
+    row["error_mha"] = None if e_exact is None else 1000.0 * (result.energy - e_exact)
+    return row
+
+
+def one_vmc_step(state: RunState, ham, cfg: VMCConfig) -> StepResult:
+    """One step of ``state`` (sample, estimate, update), then adapt the requested sample count."""
+    result = vmc_step(state.wf, ham, state.opt, state.sched, cfg, state.step, state.n_samples, state.generator,
+                      state.comm)
+    state.n_samples = adapt_samples(result.n_samples, result.n_unique, cfg)
+    return result
 
 
 def run_vmc(
     state: RunState, ham, cfg: VMCConfig, callbacks: Iterable[Callback] = (), guard: DivergenceGuard | None = None,
+    stop: StopSignal | None = None, save: Callable[[RunState], None] | None = None,
 ) -> list[StepResult]:
     """Run steps ``state.step .. cfg.steps - 1``, calling each callback after every accepted step.
 
-    ``guard`` (default: a fresh :class:`~nnqs.common.guard.DivergenceGuard`) rejects and retries non-finite steps.
+    ``guard`` (default: a fresh :class:`~nnqs.common.guard.DivergenceGuard`) rejects and retries
+    non-finite steps; on a signal (``stop``) the loop calls ``save(state)`` and stops
+    (:func:`nnqs.common.loop.run_loop`); all ranks agree on stopping.
     """
-    callbacks = list(callbacks)
-    guard = DivergenceGuard() if guard is None else guard
-    results = []
-    while state.step < cfg.steps:
-        guard.before_step(state)
-        result = vmc_step(
-            state.wf, ham, state.opt, state.sched, cfg, state.step, state.n_samples, state.generator, state.comm
-        )
-        if not guard.accept(result, state):
-            continue
-        state.n_samples = adapt_samples(result.n_samples, result.n_unique, cfg)
-        state.step += 1
-        results.append(result)
-        for cb in callbacks:
-            cb(result, state)
-    return results
+    def agree(flag: bool) -> bool:
+        if state.comm.world_size == 1:
+            return flag
+        return bool(state.comm.all_reduce_sum(torch.tensor([float(flag)], device=state.wf.device)) > 0)
+
+    return run_loop(state, lambda s: one_vmc_step(s, ham, cfg), cfg.steps, callbacks, guard, stop, save, agree)
 
 
-def save_state(path: str | Path, state: RunState, cfg: VMCConfig, system: dict) -> None:
-    """Checkpoint everything needed to continue the run exactly (atomic write)."""
-    save_checkpoint(path, "vmc", {
-        "step": state.step,
-        "n_samples": state.n_samples,
-        "model": state.wf.state_dict(),
-        "hparams": dict(state.wf.hparams),
-        "optimizer": state.opt.state_dict(),
-        "scheduler": state.sched.state_dict(),
-        "generator": state.generator.get_state(),
-        "torch_rng": torch.get_rng_state(),
-        "config": config_to_dict(cfg),
-        "system": system,
-    })
-
-
-def load_state(path: str | Path, state: RunState, system: dict) -> None:
-    """Restore ``state`` in place from a checkpoint of the same system and model shape."""
-    data = load_checkpoint(path, "vmc")
-    if data.get("system") != system:
-        raise UserError(f"checkpoint {path} is for another system ({data.get('system', {}).get('description')})")
-    try:
-        state.wf.load_state_dict(data["model"])
-        state.opt.load_state_dict(data["optimizer"])
-        state.sched.load_state_dict(data["scheduler"])
-        state.generator.set_state(data["generator"])
-        torch.set_rng_state(data["torch_rng"])
-    except (KeyError, RuntimeError, ValueError) as exc:
-        raise UserError(f"checkpoint {path} does not fit this model: {str(exc).splitlines()[0][:120]}") from None
-    state.step, state.n_samples = int(data["step"]), int(data["n_samples"])
-
-
-class Checkpointer:
-    """Saves the run state every ``every`` steps and at the last step."""
-
-    def __init__(self, path: str | Path, cfg: VMCConfig, system: dict) -> None:
-        self.path, self.cfg, self.system = Path(path), cfg, system
-
-    def __call__(self, result: StepResult, state: RunState) -> None:
-        if state.step % self.cfg.checkpoint_every == 0 or state.step == self.cfg.steps:
-            save_state(self.path, state, self.cfg, self.system)
+def save_state(path: str | Path, state: RunState, cfg: VMCConfig, system: dict, history: dict) -> None:
+    """Checkpoint everything needed to continue the run exactly (atomic write); ``history``:
+    the history writer's state (:meth:`nnqs.common.history.HistoryWriter.state`)."""
+    payload = state_payload(state, cfg, dict(state.wf.hparams), history)
+    save_checkpoint(path, KIND, {**payload, "system": system})

@@ -1,12 +1,16 @@
 """One VMC run on a molecule, end to end: references, model, loop, files.
 
-Used by ``nnqs vmc`` and the examples. Writes into ``out_dir``:
-``config.toml``, ``history.csv`` (one row per step, flushed each step),
-``checkpoint.pt``, ``result.json`` and ``energy.png``; ``events.log`` if a
-non-finite step was rolled back (:mod:`nnqs.common.guard`).
+Used by ``nnqs vmc`` and the examples. Writes into its run folder
+(:mod:`nnqs.common.runfolder`: one run per folder, locked while it runs):
+``config.toml``, ``history.csv`` (one row per step, fsynced each step),
+``checkpoint.pt`` (every ``checkpoint_every`` steps, every ``checkpoint_seconds``
+seconds, at the end and on SIGINT/SIGTERM), ``result.json`` and ``energy.png``;
+``events.log`` if a non-finite step was rolled back (:mod:`nnqs.common.guard`).
 """
 from __future__ import annotations
 
+import csv
+import dataclasses
 import hashlib
 import json
 import time
@@ -16,18 +20,27 @@ import numpy as np
 import torch
 
 from hamiltonians import InputError, MolecularHamiltonian, MoleculeSpec, build_hamiltonian, exact_references
-from nnqs.common.callbacks import HistoryCSV, Progress
-from nnqs.common.checkpoint import atomic_write_text
-from nnqs.common.config import config_to_toml
-from nnqs.common.distributed import SingleProcess
-from nnqs.vmc.driver import Checkpointer, load_state, new_state, run_vmc
+from nnqs.common.atomic import atomic_write_text
+from nnqs.common.checkpoint import load_checkpoint
+from nnqs.common.config import apply_threads, config_to_toml
+from nnqs.common.distributed import Communicator, SingleProcess
 from nnqs.common.errors import UserError
 from nnqs.common.guard import DivergenceGuard, event_logger
+from nnqs.common.history import HistoryWriter, new_history, resume_history
+from nnqs.common.interrupt import StopSignal
+from nnqs.common.loop import Checkpointer, restore_state
+from nnqs.common.progress import Progress
+from nnqs.common.resume import resume_checkpoint, resume_config
+from nnqs.common.runfolder import RunFolder, claim
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.driver import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, run_vmc, save_state
 from nnqs.vmc.plots import plot_energy
 from nnqs.vmc.pretrain import pretrain_phase
 from nnqs.vmc.step import VMCConfig, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
+
+# Options a resumed run may change (applied and recorded in config.toml); all others are fixed.
+MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds", "max_batch", "final_samples")
 
 
 def system_identity(ham: MolecularHamiltonian) -> dict:
@@ -50,18 +63,6 @@ def references_for(spec: MoleculeSpec, exact: bool = True) -> dict:
     return {"e_hf": refs.e_hf, "e_ccsd_t": refs.e_ccsd_t, "e_exact": refs.e_exact}
 
 
-def prepare_out_dir(out_dir: str | Path) -> Path:
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise UserError(f"output folder {out} is not writable ({exc.strerror or exc})") from None
-    return out
-
-
 def make_wavefunction(ham: MolecularHamiltonian, cfg: VMCConfig) -> TransformerWavefunction:
     dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
     torch.manual_seed(cfg.seed)
@@ -72,23 +73,59 @@ def make_wavefunction(ham: MolecularHamiltonian, cfg: VMCConfig) -> TransformerW
     )
 
 
+def open_folder(out_dir: str | Path, cfg: VMCConfig, resume: bool, overwrite: bool,
+                ) -> tuple[RunFolder, VMCConfig, list[str]]:
+    """Claim ``out_dir`` for a new, replacing or resumed run; on resume every field of ``cfg``
+    counts as given (:func:`nnqs.common.resume.resume_config`)."""
+    folder, changes = claim(out_dir, "resume" if resume else "overwrite" if overwrite else "new"), []
+    if resume:
+        try:
+            keys = [f.name for f in dataclasses.fields(VMCConfig)]
+            cfg, changes = resume_config(VMCConfig, folder, KIND, cfg, keys, MUTABLE)
+        except BaseException:
+            folder.release()
+            raise
+    return folder, cfg, changes
+
+
 def run_molecule(
-    spec: MoleculeSpec, cfg: VMCConfig, out_dir: str | Path, *, resume: bool = False,
-    init_model: dict | None = None, progress: bool = True, exact: bool = True, comm: SingleProcess | None = None,
+    spec: MoleculeSpec, cfg: VMCConfig, out_dir: str | Path | RunFolder, *, resume: bool = False,
+    overwrite: bool = False, init_model: dict | None = None, progress: bool = True, exact: bool = True,
+    comm: Communicator | None = None, stop: StopSignal | None = None, changes: list[str] | None = None,
 ) -> dict:
     """Run VMC on ``spec``; return (and write) the result dict. ``init_model`` warm-starts.
 
-    With a communicator over several ranks (:mod:`nnqs.common.distributed`) every rank runs the
-    same steps on its share of the samples; rank 0 alone computes the references and writes
-    the files, progress and checkpoints (all ranks read the checkpoint on ``resume``).
+    ``out_dir``: a folder claimed by the caller (:func:`nnqs.common.runfolder.claim`), or a
+    path this function claims (a folder holding a run is refused unless ``resume`` or
+    ``overwrite``). ``stop`` (:class:`~nnqs.common.interrupt.StopSignal`) ends the loop at a
+    step boundary after a checkpoint. With a communicator over several ranks
+    (:mod:`nnqs.common.distributed`) every rank runs the same steps on its share of the
+    samples; rank 0 alone computes the references and writes the files, progress and
+    checkpoints (all ranks read the checkpoint on ``resume``). ``changes``: the options a
+    resume changed (``"steps 20 -> 40"``), for the note that says where the run continues.
     """
-    start = time.perf_counter()
     comm = comm or SingleProcess(cfg.device)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    apply_threads(cfg.threads)
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("device cuda requested but CUDA is not available")
-    out = prepare_out_dir(out_dir) if comm.is_root else Path(out_dir)
+    owned = comm.is_root and not isinstance(out_dir, RunFolder)
+    changes = list(changes or [])
+    if owned:
+        folder, cfg, changes = open_folder(out_dir, cfg, resume, overwrite)
+    else:
+        folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(Path(out_dir), None)
+    try:
+        return _run(spec, cfg, folder, resume, init_model, progress, exact, comm, stop, changes)
+    finally:
+        if owned:
+            folder.release()
+
+
+def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, progress: bool, exact: bool,
+         comm: Communicator, stop: StopSignal | None, changes: list[str]) -> dict:
+    start = time.perf_counter()
+    if comm.is_root and not resume:
+        atomic_write_text(folder.config, config_to_toml(cfg))
     ham = build_hamiltonian(spec)
     refs = references_for(spec, exact and comm.is_root)
     wf = make_wavefunction(ham, cfg)
@@ -96,22 +133,25 @@ def run_molecule(
         wf.load_state_dict(init_model)
     state = new_state(wf, cfg, comm)
     system = system_identity(ham)
-    ckpt = out / "checkpoint.pt"
+    data = None
     if resume:
-        load_state(ckpt, state, system)
+        data = resume_checkpoint(folder, KIND, cfg, MUTABLE, expect={"system": system}, changes=changes,
+                                 map_location=wf.device, quiet=not comm.is_root)
+    if data is not None:
+        restore_state(data, state, folder.checkpoint)
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
-    if cfg.phase_pretrain and init_model is None and not resume:
+    if cfg.phase_pretrain and init_model is None and data is None:
         pretrain_phase(wf, compact, cfg.phase_pretrain)
-    history, callbacks = None, []
+    history, callbacks, save = None, [], None
     if comm.is_root:
-        atomic_write_text(out / "config.toml", config_to_toml(cfg))
-        history = HistoryCSV(out / "history.csv", refs["e_exact"], append=resume, keep_below=state.step)
-        callbacks = [history, Checkpointer(ckpt, cfg, system)]
-        if progress:
-            callbacks.insert(0, Progress(cfg.steps, refs["e_exact"]))
-    guard = DivergenceGuard(log=event_logger(out / "events.log") if comm.is_root else None, checkpoint=ckpt)
+        if resume:  # after the checks: a refused resume leaves config.toml as it was
+            atomic_write_text(folder.config, config_to_toml(cfg))
+        history = _open_history(folder, data)
+        callbacks, save = _callbacks(folder, history, cfg, system, refs["e_exact"], state.step, progress)
+    guard = DivergenceGuard(log=event_logger(folder.path / "events.log") if comm.is_root else None,
+                            checkpoint=folder.checkpoint)
     try:
-        run_vmc(state, compact, cfg, callbacks, guard)
+        run_vmc(state, compact, cfg, callbacks, guard, stop, save)
     finally:
         if history is not None:
             history.close()
@@ -119,9 +159,33 @@ def run_molecule(
     result = _result(ham, refs, final, cfg, wf, time.perf_counter() - start)
     result["rollbacks"] = guard.events
     if comm.is_root:
-        atomic_write_text(out / "result.json", json.dumps(result, indent=2) + "\n")
-        _plot(out, ham, refs)
+        atomic_write_text(folder.path / "result.json", json.dumps(result, indent=2) + "\n")
+        _plot(folder.path, ham, refs)
     return result
+
+
+def _open_history(folder: RunFolder, data: dict | None) -> HistoryWriter:
+    if data is None:
+        return new_history(folder.history, HISTORY_FIELDS, HISTORY_FLOAT_FORMAT)
+    return resume_history(folder.history, data["history"], HISTORY_FIELDS, HISTORY_FLOAT_FORMAT)
+
+
+def _callbacks(folder: RunFolder, history: HistoryWriter, cfg: VMCConfig, system: dict, e_exact: float | None,
+               initial: int, progress: bool) -> tuple[list, object]:
+    """History row, checkpoint and progress line after each step; and the save used on a signal."""
+    checkpointer = Checkpointer(lambda s: save_state(folder.checkpoint, s, cfg, system, history.state()),
+                                cfg.checkpoint_every, cfg.checkpoint_seconds, cfg.steps)
+    callbacks = [lambda result, state: history.append(history_row(result, e_exact)), checkpointer]
+    if progress:
+        bar = Progress(cfg.steps, initial)
+        callbacks.append(lambda result, state: bar.update(state.step, progress_postfix(result, e_exact)))
+    return callbacks, checkpointer.save_now
+
+
+def progress_postfix(result, e_exact: float | None) -> str:
+    """The VMC measures shown after the progress bar."""
+    err = "" if e_exact is None else f" err {1000 * (result.energy - e_exact):+.3f} mHa"
+    return f"E {result.energy:.6f}{err} var {result.variance:.2e} uniq {result.n_unique}"
 
 
 def _result(ham, refs: dict, final, cfg: VMCConfig, wf, wall: float) -> dict:
@@ -139,15 +203,11 @@ def _result(ham, refs: dict, final, cfg: VMCConfig, wf, wall: float) -> dict:
 
 def load_model_state(out_dir: str | Path) -> dict:
     """The model weights of the run saved in ``out_dir`` (for warm starts)."""
-    from nnqs.common.checkpoint import load_checkpoint
-
-    return load_checkpoint(Path(out_dir) / "checkpoint.pt", "vmc")["model"]
+    return load_checkpoint(Path(out_dir) / "checkpoint.pt", KIND)["model"]
 
 
 def _plot(out: Path, ham, refs: dict) -> None:
-    import csv
-
-    with open(out / "history.csv") as fh:
+    with open(out / "history.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     steps = [int(r["step"]) for r in rows]
     energies = [float(r["energy"]) for r in rows]

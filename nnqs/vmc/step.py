@@ -51,6 +51,7 @@ class VMCConfig:
     max_batch: int = 8192  # configurations per network call in the local energy
     final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
     checkpoint_every: int = 50
+    checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
     threads: int = 0  # torch threads (0: leave torch's default)
 
     def __post_init__(self) -> None:
@@ -77,13 +78,16 @@ def check_run_limits(cfg: VMCConfig) -> None:
             raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
     for name, low, high in (("phase_hidden", 1, 2**20), ("phase_pretrain", 0, 10**6), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
                             ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
-                            ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53)):
+                            ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53),
+                            ("checkpoint_seconds", 0, 10**9)):
         if not low <= getattr(cfg, name) <= high:
             raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
     if not 0.0 < cfg.hf_prob < 1.0:
         raise ValueError(f"hf_prob must be in (0, 1), got {cfg.hf_prob}")
-    if cfg.grad_clip == 0 or cfg.d_model % cfg.n_heads:
-        raise ValueError(f"need grad_clip > 0 and d_model ({cfg.d_model}) divisible by n_heads ({cfg.n_heads})")
+    if cfg.grad_clip == 0:
+        raise ValueError(f"grad_clip must be > 0, got {cfg.grad_clip}")
+    if cfg.d_model % cfg.n_heads:
+        raise ValueError(f"d_model ({cfg.d_model}) must be divisible by n_heads ({cfg.n_heads})")
     try:
         device = torch.device(cfg.device)
     except (RuntimeError, ValueError):

@@ -1,11 +1,9 @@
-"""Checkpoints refuse tampered, truncated, foreign and other-system files with one clear line;
-history.csv is cut back to the checkpoint on resume."""
+"""Checkpoints refuse tampered, truncated, foreign and other-system files with one clear line."""
 import pickle
 
 import pytest
 import torch
 
-from nnqs.common.callbacks import HISTORY_FIELDS, truncate_history
 from nnqs.common.checkpoint import load_checkpoint, save_checkpoint
 from nnqs.cli import main
 from nnqs.common.errors import UserError
@@ -78,7 +76,7 @@ def test_resume_refuses_another_molecule_or_model_shape(h2_run, capsys):
     assert "another system" in err
     wider = [a if a != "8" else "16" for a in TINY]
     err = one_line_exit_2(["vmc", "H2", "--steps", "3", *wider, "--out", str(h2_run), "--resume"], capsys)
-    assert "does not fit this model" in err
+    assert "--resume cannot change --d-model (run: 8, given: 16)" in err
     err = one_line_exit_2(["lm", "eval", "--ckpt", str(h2_run), "--data", str(h2_run / "config.toml")], capsys)
     assert "'vmc' checkpoint, expected 'lm'" in err
 
@@ -92,14 +90,3 @@ def test_resume_refuses_a_tampered_checkpoint(h2_run, tmp_path, capsys):
     capsys.readouterr()
     err = one_line_exit_2(["vmc", "H2", "--steps", "3", *TINY, "--out", str(out), "--resume"], capsys)
     assert "corrupt or was modified" in err
-
-
-def test_truncate_history_keeps_complete_rows_before_the_checkpoint(tmp_path):
-    path = tmp_path / "history.csv"
-    header = ",".join(HISTORY_FIELDS) + "\r\n"
-    rows = ["".join(f"{s}," + ",".join(["1.5"] * (len(HISTORY_FIELDS) - 1)) + "\r\n") for s in range(8)]
-    path.write_bytes((header + "".join(rows) + "8,1.5,1.").encode())  # torn last line
-    truncate_history(path, 5)
-    assert path.read_bytes() == (header + "".join(rows[:5])).encode()
-    truncate_history(path, 10)  # nothing to cut
-    assert path.read_bytes() == (header + "".join(rows[:5])).encode()

@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import nnqs.cli.exact
-import nnqs.lm.train
+import nnqs.lm.run
 import nnqs.vmc.run
 from fuzz_support import FUZZ, TEXT, Reached, run_cli
 from nnqs.lm.train import TrainConfig
@@ -54,16 +54,18 @@ def stubs(monkeypatch):
         assert isinstance(cfg, VMCConfig)
         torch.device(cfg.device)
         assert cfg.d_model % cfg.n_heads == 0 and cfg.checkpoint_every >= 1 and 0 <= cfg.threads <= 1024
+        assert out.path.is_dir() and not out.run_files()  # claimed, and nothing of a run there yet
         assert all(math.isfinite(getattr(cfg, k)) for k in ("lr", "sr_shift", "grad_clip"))
         assert cfg.lr_final is None or math.isfinite(cfg.lr_final)
         raise Reached
 
-    def train(cfg, *args, **kwargs):
-        assert isinstance(cfg, TrainConfig)
+    def train_in_folder(cfg, folder, **kwargs):
+        assert isinstance(cfg, TrainConfig) and 0 <= cfg.threads <= 1024 and cfg.checkpoint_every >= 1
+        assert folder.path.is_dir() and not folder.run_files()  # claimed, and nothing of a run there yet
         raise Reached
 
     monkeypatch.setattr(nnqs.vmc.run, "run_molecule", run_molecule)
-    monkeypatch.setattr(nnqs.lm.train, "train", train)
+    monkeypatch.setattr(nnqs.lm.run, "train_in_folder", train_in_folder)
     monkeypatch.setattr(nnqs.cli.exact, "exact_references", lambda *a, **k: (_ for _ in ()).throw(Reached()))
     with tempfile.TemporaryDirectory() as tmp:
         old = os.getcwd()
@@ -101,10 +103,11 @@ def flags(names):
 
 VMC_FLAGS = ["--" + k.replace("_", "-") for k in VMC_KEYS] + [
     "--geometry", "--xyz", "--fcidump", "--basis", "--charge", "--spin", "--active", "--config", "--out",
-    "--resume", "--no-exact", "--json", "H2", "LiH"]
+    "--resume", "--overwrite", "--no-exact", "--json", "H2", "LiH"]
 LM_FLAGS = ["--arch", "--steps", "--seed", "--val-size", "--batch-size", "--lr", "--warmup-steps", "--weight-decay",
             "--d-model", "--n-layers", "--n-heads", "--d-ff", "--dropout", "--eval-every", "--device", "--data",
-            "--train-size", "--config", "--out", "--threads", "--resume", "--json", "--no-progress"]
+            "--train-size", "--config", "--out", "--threads", "--resume", "--overwrite", "--json", "--no-progress",
+            "--checkpoint-every", "--checkpoint-seconds"]
 
 
 @FUZZ
@@ -114,7 +117,7 @@ def test_vmc_options(stubs, argv):
 
 
 @FUZZ
-@given(argv=flags(VMC_FLAGS[-14:]))
+@given(argv=flags(VMC_FLAGS[-15:]))
 def test_exact_options(stubs, argv):
     run_cli(["exact", *argv])
 

@@ -4,6 +4,8 @@ import csv
 import json
 import math
 
+from dataclasses import dataclass
+
 import pytest
 import torch
 
@@ -11,6 +13,7 @@ import nnqs.vmc.driver
 from nnqs.common.checkpoint import load_checkpoint
 from nnqs.cli import main
 from nnqs.common.guard import DivergenceError, DivergenceGuard, non_finite_reason, scale_learning_rate
+from nnqs.common.loop import LoopState
 
 ARGS = ["vmc", "H2", "--steps", "12", "--d-model", "8", "--n-layers", "1", "--final-samples", "10000",
         "--checkpoint-every", "4", "--no-exact", "--threads", "1", "--lr", "0.05"]
@@ -86,12 +89,22 @@ def test_repeated_nans_stop_cleanly_with_the_last_good_checkpoint(tmp_path, monk
     assert len((out / "events.log").read_text().splitlines()) == 5
 
 
-class _State:
-    def __init__(self):
-        self.wf = torch.nn.Linear(2, 2)
-        self.opt = torch.optim.SGD(self.wf.parameters(), lr=0.1)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: 1.0)
-        self.n_samples, self.step = 100, 3
+@dataclass(kw_only=True)
+class _CountingState(LoopState):
+    n_samples: int = 100
+
+    def counters(self):
+        return {"n_samples": self.n_samples}
+
+    def set_counters(self, counters):
+        self.n_samples = counters["n_samples"]
+
+
+def _State():
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    return _CountingState(model=model, opt=opt, sched=sched, generator=torch.Generator(), step=3)
 
 
 class _Result:
@@ -99,33 +112,47 @@ class _Result:
         self.energy, self.variance, self.grad_norm = energy, variance, grad_norm
 
 
+class _LMResult:
+    def __init__(self, loss=1.0, grad_norm=0.5):
+        self.loss, self.grad_norm = loss, grad_norm
+
+
 def test_guard_checks_every_quantity_and_restores_the_snapshot():
     state, guard = _State(), DivergenceGuard(max_failures=2, lr_factor=0.25)
-    before = {k: v.clone() for k, v in state.wf.state_dict().items()}
-    assert non_finite_reason(_Result(), state.wf) is None
+    before = {k: v.clone() for k, v in state.model.state_dict().items()}
+    assert non_finite_reason(_Result(), state.model) is None
     for bad in (_Result(energy=math.inf), _Result(variance=math.nan), _Result(grad_norm=math.nan)):
-        assert non_finite_reason(bad, state.wf) is not None
+        assert non_finite_reason(bad, state.model) is not None
     guard.before_step(state)
     with torch.no_grad():
-        state.wf.weight.fill_(math.nan)
+        state.model.weight.fill_(math.nan)
     state.n_samples = 7
     assert not guard.accept(_Result(), state)
-    assert all(torch.equal(v, before[k]) for k, v in state.wf.state_dict().items())
+    assert all(torch.equal(v, before[k]) for k, v in state.model.state_dict().items())
     assert state.n_samples == 100 and state.opt.param_groups[0]["lr"] == pytest.approx(0.025)
     guard.before_step(state)
     with pytest.raises(DivergenceError, match="diverged 2 times in a row at step 3"):
         guard.accept(_Result(grad_norm=math.inf), state)
 
 
+def test_the_lm_loss_is_guarded_too():
+    state, guard = _State(), DivergenceGuard()
+    assert non_finite_reason(_LMResult(), state.model) is None
+    assert non_finite_reason(_LMResult(loss=math.nan), state.model) == "loss nan"
+    guard.before_step(state)
+    assert not guard.accept(_LMResult(loss=math.inf), state)
+    assert state.opt.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
 def test_a_snapshot_is_never_taken_of_non_finite_parameters():
     state, guard = _State(), DivergenceGuard()
     guard.before_step(state)
-    good = state.wf.weight.detach().clone()
+    good = state.model.weight.detach().clone()
     with torch.no_grad():
-        state.wf.weight[0, 0] = math.nan
+        state.model.weight[0, 0] = math.nan
     guard.before_step(state)  # keeps the older, finite snapshot
     assert not guard.accept(_Result(), state)
-    assert torch.equal(state.wf.weight, good)
+    assert torch.equal(state.model.weight, good)
 
 
 def test_scale_learning_rate_scales_the_schedule():

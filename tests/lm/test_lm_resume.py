@@ -1,21 +1,17 @@
-"""`nnqs lm train --resume`: a crashed or killed run continues exactly, history without duplicates."""
+"""`nnqs lm train --resume`: a crashed or killed run continues exactly (saved generator state and
+batch position, no replay), history without duplicates; settings that cannot change are refused."""
 import csv
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
-import nnqs.lm.artifacts as artifacts
+import nnqs.lm.train
 from nnqs.common.checkpoint import load_checkpoint
 from nnqs.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--steps", "30", "--eval-every", "10", "--d-model", "16", "--n-layers", "1", "--batch-size", "32",
+TINY = ["--steps", "30", "--eval-every", "10", "--checkpoint-every", "10", "--d-model", "16", "--n-layers", "1", "--batch-size", "32",
         "--train-size", "200", "--val-size", "50", "--no-progress", "--threads", "1"]
 
 
@@ -25,7 +21,7 @@ def history(out: Path) -> list[dict]:
 
 
 def final_model(out: Path) -> dict:
-    return load_checkpoint(out / "checkpoint.pt", "lm")["model_state"]
+    return load_checkpoint(out / "checkpoint.pt", "lm")["model"]
 
 
 class Crash(Exception):
@@ -35,21 +31,17 @@ class Crash(Exception):
 def test_crash_after_a_checkpoint_then_resume_equals_the_uninterrupted_run(tmp_path, monkeypatch):
     full, crashed = tmp_path / "full", tmp_path / "crashed"
     assert main(["lm", "train", *TINY, "--out", str(full)]) == 0
-    real_hooks = artifacts.run_hooks
+    real_step = nnqs.lm.train.lm_step
 
-    def crashing_hooks(out, total, progress=True):
-        hooks = real_hooks(out, total, progress)
+    def crashing_step(run):
+        if run.step == 15:
+            raise Crash  # dies between checkpoints (the last one is at step 10)
+        return real_step(run)
 
-        def crash(step, loss, elapsed):
-            if step == 15:
-                raise Crash  # dies between checkpoints (the last one is at step 10)
-        hooks.on_step.append(crash)
-        return hooks
-
-    monkeypatch.setattr(artifacts, "run_hooks", crashing_hooks)
+    monkeypatch.setattr(nnqs.lm.train, "lm_step", crashing_step)
     with pytest.raises(Crash):
         main(["lm", "train", *TINY, "--out", str(crashed)])
-    monkeypatch.setattr(artifacts, "run_hooks", real_hooks)
+    monkeypatch.setattr(nnqs.lm.train, "lm_step", real_step)
     assert load_checkpoint(crashed / "checkpoint.pt", "lm")["step"] == 10
     assert [int(r["step"]) for r in history(crashed)] == [10]
     assert main(["lm", "train", *TINY, "--out", str(crashed), "--resume"]) == 0
@@ -64,33 +56,57 @@ def test_resume_refuses_other_settings_or_a_missing_checkpoint(tmp_path, capsys)
     capsys.readouterr()
     assert main(["lm", "train", *TINY, "--seed", "3", "--out", str(out), "--resume"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "seed=0" in err[0] and "seed=3" in err[0]
+    assert len(err) == 1 and "--seed (run: 0, given: 3)" in err[0]
     assert main(["lm", "train", *TINY, "--out", str(tmp_path / "none"), "--resume"]) == 2
     assert "no checkpoint" in capsys.readouterr().err
 
 
 def test_sigkill_then_resume_reproduces_the_uninterrupted_history(tmp_path):
-    args = ["--steps", "60", "--eval-every", "10", "--d-model", "32", "--n-layers", "1", "--batch-size", "128",
-            "--train-size", "400", "--val-size", "50", "--no-progress", "--threads", "1"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-
-    def cmd(out, *extra):
-        return [sys.executable, "-m", "nnqs", "lm", "train", *args, "--out", str(out), *extra]
+    from fault_support import fork_cli, signal_after_rows
 
     full, crashed = tmp_path / "full", tmp_path / "crashed"
-    proc = subprocess.Popen(cmd(crashed), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    try:
-        while not ((crashed / "history.csv").exists() and len(history(crashed)) >= 2):
-            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
-            time.sleep(0.002)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert int(load_checkpoint(crashed / "checkpoint.pt", "lm")["step"]) in (10, 20)
-    for out, extra in ((crashed, ["--resume"]), (full, [])):
-        done = subprocess.run(cmd(out, *extra), env=env, cwd=ROOT, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-    assert [int(r["step"]) for r in history(crashed)] == list(range(10, 70, 10))
+    assert main(["lm", "train", *TINY, "--out", str(full)]) == 0
+    pid = fork_cli(["lm", "train", *TINY, "--out", str(crashed)])
+    assert signal_after_rows(pid, crashed / "history.csv", 1, signal.SIGKILL) == -signal.SIGKILL
+    ckpt = crashed / "checkpoint.pt"  # killed after the row of step 10, maybe before its checkpoint
+    assert (int(load_checkpoint(ckpt, "lm")["step"]) if ckpt.exists() else 0) in (0, 10, 20)
+    assert main(["lm", "train", *TINY, "--out", str(crashed), "--resume"]) == 0
+    assert [int(r["step"]) for r in history(crashed)] == [10, 20, 30]
     assert history(crashed) == history(full)
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_checkpoints_at_the_step_and_resume_equals_the_uninterrupted_run(tmp_path, signum, code):
+    from fault_support import fork_cli, signal_after_rows
+
+    args = [*TINY, "--eval-every", "1", "--checkpoint-every", "1000"]  # a history row per step; no checkpoint by count
+    full, stopped = tmp_path / "full", tmp_path / "stopped"
+    assert main(["lm", "train", *args, "--out", str(full)]) == 0
+    assert signal_after_rows(fork_cli(["lm", "train", *args, "--out", str(stopped)]), stopped / "history.csv", 5,
+                             signum) == code
+    step = int(load_checkpoint(stopped / "checkpoint.pt", "lm")["step"])
+    assert 5 <= step < 30 and [int(r["step"]) for r in history(stopped)] == list(range(1, step + 1))
+    assert main(["lm", "train", *args, "--out", str(stopped), "--resume"]) == 0
+    assert history(stopped) == history(full)
+    a, b = final_model(full), final_model(stopped)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_resume_is_honest_about_what_changes(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["lm", "train", *TINY, "--steps", "10", "--out", str(out)]) == 0
+    config = (out / "config.toml").read_text()
+    capsys.readouterr()
+    assert main(["lm", "train", *TINY, "--lr", "0.01", "--out", str(out), "--resume"]) == 2
+    assert "--resume cannot change --lr (run: 0.003, given: 0.01)" in capsys.readouterr().err
+    assert main(["lm", "train", *TINY, "--steps", "5", "--out", str(out), "--resume"]) == 2
+    assert "--steps 5 is below the 10 steps the run" in capsys.readouterr().err
+    assert (out / "config.toml").read_text() == config  # refused: nothing recorded
+    assert main(["lm", "train", *TINY, "--steps", "20", "--checkpoint-seconds", "5", "--out", str(out),
+                 "--resume"]) == 0
+    assert "(changed: checkpoint_seconds 60.0 -> 5.0, steps 10 -> 20)" in capsys.readouterr().err
+    config = (out / "config.toml").read_text()
+    assert "steps = 20\n" in config and "checkpoint_seconds = 5.0\n" in config
+    assert [int(r["step"]) for r in history(out)] == [10, 20]
+    assert main(["lm", "train", "--out", str(out), "--resume", "--no-progress"]) == 0  # the run's own settings
+    assert load_checkpoint(out, "lm")["step"] == 20

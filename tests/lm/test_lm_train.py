@@ -4,7 +4,7 @@ import torch
 
 from nnqs.lm.data import encode_pairs, generate_pairs, save_pairs
 from nnqs.lm.evaluate import evaluate
-from nnqs.lm.train import TrainConfig, batch_indices, lr_at, make_datasets, train
+from nnqs.lm.train import BatchSampler, TrainConfig, lr_at, make_datasets, make_optimizer, train
 
 
 @pytest.mark.parametrize("arch", ["decoder", "seq2seq"])
@@ -47,14 +47,54 @@ def test_warmup_then_cosine():
     assert all(x >= y for x, y in zip(values, values[1:]))
 
 
+def test_the_lambdalr_schedule_gives_exactly_the_hand_set_rates():
+    cfg = TrainConfig(steps=300, warmup_steps=20, lr=3e-3, min_lr_ratio=0.05)
+    opt, sched = make_optimizer(torch.nn.Linear(2, 2), cfg)
+    for step in range(310):
+        assert [g["lr"] for g in opt.param_groups] == [lr_at(step, cfg)] * 2, step  # bit for bit
+        opt.step()
+        sched.step()
+
+
 def test_batches_cover_each_epoch():
-    it = batch_indices(10, 4, torch.Generator().manual_seed(0))
-    epoch = torch.cat([next(it), next(it)])
+    sampler = BatchSampler(10, 4, torch.Generator().manual_seed(0))
+    epoch = torch.cat([sampler.next(), sampler.next()])
     assert len(set(epoch.tolist())) == 8  # the short tail batch is dropped
-    assert next(batch_indices(3, 8, torch.Generator())).numel() == 3
+    assert BatchSampler(3, 8, torch.Generator()).next().numel() == 3
 
 
-@pytest.mark.parametrize("kw", [dict(steps=0), dict(d_model=30, n_heads=4), dict(lr=-1.0), dict(dropout=1.0)])
-def test_bad_settings_are_rejected(kw):
-    with pytest.raises(ValueError):
+def test_batches_follow_one_randperm_per_epoch_and_resume_from_their_state():
+    expected, gen = [], torch.Generator().manual_seed(5)
+    for _ in range(4):  # the plain twin: one permutation per epoch, cut into full batches
+        order = torch.randperm(11, generator=gen)
+        expected += [order[i : i + 3] for i in (0, 3, 6)]
+    gen = torch.Generator().manual_seed(5)
+    sampler = BatchSampler(11, 3, gen)
+    got = [sampler.next() for _ in range(5)]
+    state, gen_state = sampler.state_dict(), gen.get_state()
+    gen2 = torch.Generator()
+    gen2.set_state(gen_state)
+    resumed = BatchSampler(11, 3, gen2)
+    resumed.load_state_dict(state)
+    got += [resumed.next() for _ in range(7)]
+    assert all(torch.equal(a, b) for a, b in zip(got, expected)) and len(got) == len(expected)
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(steps=0), "steps must be >= 1, got 0"),
+    (dict(d_model=30, n_heads=4), "d_model (30) must be divisible by n_heads (4)"),
+    (dict(lr=-1.0), "lr must be a finite number > 0, got -1.0"),
+    (dict(min_lr_ratio=1.5), "min_lr_ratio must be in 0..1, got 1.5"),
+    (dict(weight_decay=float("inf")), "weight_decay must be a finite number >= 0, got inf"),
+    (dict(dropout=1.0), "dropout must be in [0, 1), got 1.0"),
+    (dict(grad_clip=0.0), "grad_clip must be a finite number > 0, got 0.0"),
+    (dict(threads=2000), "threads must be in 0..1024, got 2000"),
+    (dict(checkpoint_seconds=-1.0), "checkpoint_seconds must be in 0..1e9, got -1.0"),
+    (dict(device="meta"), "device must be 'cpu', 'cuda' or 'cuda:N', got 'meta'"),
+    (dict(device="mps"), "device must be 'cpu', 'cuda' or 'cuda:N', got 'mps'"),
+])
+def test_bad_settings_are_rejected_naming_the_value(kw, words):
+    with pytest.raises(ValueError) as exc:
         TrainConfig(**kw)
+    assert str(exc.value) == words
+    assert "grad_clip" not in str(exc.value) or "grad_clip" in kw

@@ -59,5 +59,16 @@ def test_out_of_memory_is_recognised_and_other_errors_are_not():
     assert is_out_of_memory(MemoryError())
     assert is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert not is_out_of_memory(RuntimeError("shape mismatch"))
+    from pyscf.lib.misc import ThreadRuntimeError
+
+    wrapped = ThreadRuntimeError("Error on thread <T>:\nUnable to allocate 1.60 GiB for an array with shape (1,)")
+    assert is_out_of_memory(wrapped) and "(tried to allocate 1.60 GiB)" in out_of_memory_message(wrapped)
+    try:
+        try:
+            raise MemoryError()
+        except MemoryError:
+            raise ThreadRuntimeError("Error on thread <T>:\n")
+    except ThreadRuntimeError as chained:
+        assert is_out_of_memory(chained)
     cuda = out_of_memory_message(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0)"))
     assert "\n" not in cuda and cuda.startswith("out of memory")
