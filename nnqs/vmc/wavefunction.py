@@ -43,7 +43,7 @@ from nnqs.vmc.configurations import (
     tokens_to_occupations,
 )
 from nnqs.common.errors import UserError
-from nnqs.nn import CoreConfig, KVCache, TransformerCore
+from nnqs.nn import AttentionCache, CoreConfig, TransformerCore
 from nnqs.vmc.sampler import sample_unique
 
 __all__ = [
@@ -181,7 +181,7 @@ class TransformerWavefunction(nn.Module):
         """The Hartree–Fock determinant ``(n,)`` long on the module's device."""
         return hf_tokens(self.n_orbitals, self.n_alpha, self.n_beta).to(self.device)
 
-    def new_cache(self, branching: bool = False) -> KVCache | BranchingKVCache:
+    def new_cache(self, branching: bool = False) -> AttentionCache:
         """An empty KV cache for :meth:`next_log_conditional`; ``branching=True`` gives the
         sampler's :class:`~nnqs.nn.branching_cache.BranchingKVCache` (fused branch-and-append)."""
         if branching:
@@ -217,7 +217,7 @@ class TransformerWavefunction(nn.Module):
         prefix: torch.Tensor,
         n_up: torch.Tensor,
         n_dn: torch.Tensor,
-        cache: KVCache | BranchingKVCache | None = None,
+        cache: AttentionCache | None = None,
     ) -> torch.Tensor:
         """``log P(x_i = s | prefix)`` ``(B, 4)`` for orbital ``i = prefix.shape[1]``.
 
