@@ -263,6 +263,17 @@ class TransformerWavefunction(nn.Module):
     def _log_psi(self, configs: torch.Tensor) -> torch.Tensor:
         return torch.complex(0.5 * self._log_prob(configs), self._phase(configs).double())
 
+    def forward(self, configs: torch.Tensor, part: str = "log_psi") -> torch.Tensor:
+        """``part`` of the wavefunction for ``configs`` ``(U, n)`` long -> ``(U,)``: ``"log_psi"``
+        (complex128), ``"log_prob"`` (float64) or ``"phase"`` (model dtype).
+
+        Unchecked (no value tests on ``configs``), so ``torch.func`` transforms can trace it,
+        e.g. per-sample gradients through :func:`torch.func.functional_call` (see
+        :mod:`nnqs.vmc.sr`). Use :meth:`log_psi`, :meth:`log_prob`, :meth:`phase` otherwise.
+        """
+        parts = {"log_psi": self._log_psi, "log_prob": self._log_prob, "phase": self._phase}
+        return parts[part](configs)
+
     @staticmethod
     def _chunked(fn: Any, configs: torch.Tensor, chunk_size: int | None) -> torch.Tensor:
         if chunk_size is None or configs.shape[0] <= chunk_size:

@@ -202,3 +202,12 @@ def test_bad_arguments_are_user_errors():
         wf.log_psi(torch.zeros(3, 5, dtype=torch.long))
     with pytest.raises(UserError):
         wf.log_psi(torch.full((3, 4), 4))
+
+
+def test_forward_parts_equal_the_checked_methods():
+    wf = make_wf()
+    configs = all_configurations(N)[::13]
+    with torch.no_grad():
+        assert torch.equal(wf(configs), wf.log_psi(configs))
+        assert torch.equal(wf(configs, part="log_prob"), wf.log_prob(configs))
+        assert torch.equal(wf(configs, part="phase"), wf.phase(configs))
