@@ -28,9 +28,10 @@ from nnqs.vmc.driver import new_state
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy
 from nnqs.vmc.step import VMCConfig, vmc_step
-from nnqs.vmc.wavefunction import TransformerWavefunction
+from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
 SYSTEMS = ["LiH", "H2O", "N2", "H2O/6-31g", "H2O/cc-pvdz"]
+HF_PROB = 0.7  # P(HF) at init of the recorded results (runs start at VMCConfig.hf_prob = 0.95)
 
 
 def load(system: str):
@@ -52,7 +53,8 @@ def random_sector_configs(n: int, n_alpha: int, n_beta: int, count: int, seed: i
 def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
     torch.manual_seed(0)
     wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model,
-                                 n_layers=cfg.n_layers, dtype=torch.float64)
+                                 n_layers=cfg.n_layers, dtype=torch.float64,
+                                 hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
     state = new_state(wf, cfg)
     compact = CompactHamiltonian.from_molecular(ham)
     results, n_samples = [], cfg.samples
@@ -72,7 +74,8 @@ def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
 
 def scaling_record(system: str, ham, n_configs: int, repeats: int, estimator: str = "exact") -> dict:
     torch.manual_seed(0)
-    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64)
+    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64,
+                                 hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
     compact = CompactHamiltonian.from_molecular(ham)
     configs = random_sector_configs(ham.n_orbitals, ham.n_alpha, ham.n_beta, n_configs, seed=1)
     with torch.no_grad():

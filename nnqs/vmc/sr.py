@@ -15,6 +15,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+SR_SHIFT = 1e-4  # default diagonal shift of X X^T, relative to its mean diagonal (VMCConfig.sr_shift too)
+
 
 def per_sample_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
     """``d log psi(x_i) / d theta`` for ``configs`` ``(U, n)`` -> ``(U, P)`` complex128,
@@ -47,7 +49,7 @@ def per_sample_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024)
 
 def sr_direction(
     jacobian: torch.Tensor, local_energies: torch.Tensor, weights: torch.Tensor, energy: float,
-    shift: float = 1e-3, comm=None, split: bool = True,
+    shift: float = SR_SHIFT, comm=None, split: bool = True,
 ) -> torch.Tensor:
     """Natural-gradient direction ``(P,)`` float64 (see module docstring).
 

@@ -18,7 +18,7 @@ Phase: an MLP on the one-hot configuration ``(4n -> H -> H -> 1)``.
 ``-inf`` (never NaN) outside the sector.
 
 Initialisation: the per-orbital bias favours the Hartree–Fock determinant.
-``hf_bias=None`` picks the bias so that P(HF) is about ``0.7`` at init
+``hf_bias=None`` picks the bias so that P(HF) is ``HF_TARGET_PROB`` (0.95) at init
 (:func:`hf_bias_for`); ``hf_bias=0`` gives near-uniform conditionals.
 """
 from __future__ import annotations
@@ -61,7 +61,7 @@ __all__ = [
 
 START_TOKEN = 4  # the input token before orbital 0; vocabulary is 0..4
 PHASE_INIT_STD = 1.0  # std of the phase head's last-layer weights (see _init_heads)
-HF_TARGET_PROB = 0.7  # P(HF) at init aimed at by the automatic hf_bias
+HF_TARGET_PROB = 0.95  # P(HF) at init aimed at by the automatic hf_bias (VMCConfig.hf_prob too)
 
 
 def masked_log_softmax(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
