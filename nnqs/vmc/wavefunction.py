@@ -125,9 +125,11 @@ class TransformerWavefunction(nn.Module):
         hf_bias: float | None = None,
         dtype: torch.dtype | str = torch.float32,
         device: torch.device | str | None = None,
-        **extra: Any,
+        **unknown: Any,
     ) -> None:
         super().__init__()
+        if unknown:  # hparams have held exactly the named arguments since the first checkpoint
+            raise UserError(f"TransformerWavefunction: unknown option(s) {', '.join(sorted(unknown))}")
         _check_sizes(n_orbitals, n_alpha, n_beta)
         if isinstance(dtype, str):
             dtype = getattr(torch, dtype, None)
@@ -139,7 +141,7 @@ class TransformerWavefunction(nn.Module):
         self.hparams: dict[str, Any] = dict(
             n_orbitals=n_orbitals, n_alpha=n_alpha, n_beta=n_beta, d_model=d_model, n_layers=n_layers,
             n_heads=n_heads, phase_hidden=phase_hidden, d_ff=d_ff, hf_bias=float(hf_bias),
-            dtype=str(dtype).removeprefix("torch."), **extra,
+            dtype=str(dtype).removeprefix("torch."),
         )  # fmt: skip
         cfg = CoreConfig(N_STATES + 1, n_orbitals, d_model, n_layers, n_heads, d_ff)
         self.core = TransformerCore(cfg)

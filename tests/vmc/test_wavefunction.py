@@ -171,8 +171,10 @@ def test_chunked_log_psi_equals_unchunked():
 
 
 def test_hparams_rebuild_from_state_dict():
-    wf = make_wf(unknown_option=3)
-    assert wf.hparams["unknown_option"] == 3 and wf.hparams["dtype"] == "float64"
+    wf = make_wf()
+    assert wf.hparams["dtype"] == "float64"
+    assert set(wf.hparams) == {"n_orbitals", "n_alpha", "n_beta", "d_model", "n_layers", "n_heads", "phase_hidden",
+                               "d_ff", "hf_bias", "dtype"}  # what every checkpoint so far holds
     state = wf.state_dict()
     assert "allowed" not in state
     clone = TransformerWavefunction(**wf.hparams)
@@ -205,6 +207,11 @@ def test_one_default_per_knob():
     cfg = VMCConfig()
     assert cfg.hf_prob == HF_TARGET_PROB == inspect.signature(hf_bias_for).parameters["target"].default == 0.95
     assert cfg.sr_shift == SR_SHIFT == inspect.signature(sr_direction).parameters["shift"].default == 1e-4
+
+
+def test_unknown_keyword_arguments_are_refused_by_name():
+    with pytest.raises(UserError, match=r"unknown option\(s\) d_modle, n_layer$"):
+        TransformerWavefunction(4, 2, 2, n_layer=3, d_modle=8)
 
 
 def test_bad_arguments_are_user_errors():
