@@ -1,13 +1,11 @@
 """Shared helpers for benchmarks: the command line every benchmark starts from, JSON-lines
-output, the software fields of a record, and timing."""
+output, the software fields of a record, and timing (:func:`timed`, on torch.utils.benchmark)."""
 from __future__ import annotations
 
 import argparse
 import json
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
@@ -36,17 +34,19 @@ def emit(record: dict[str, Any], path: str | Path | None = None, stream: TextIO 
             fh.write(line + "\n")
 
 
-def median_seconds(
-    fn: Callable[[], Any], repeats: int, sync: Callable[[], None] = lambda: None, budget_s: float = float("inf")
-) -> tuple[float, Any, int]:
-    """Median wall-clock seconds of up to ``repeats`` calls of ``fn``, the last result, and the
-    number of calls made (repeating stops once ``budget_s`` seconds were spent)."""
-    times: list[float] = []
-    result = None
-    while len(times) < repeats and sum(times) < budget_s:
-        sync()
-        start = time.perf_counter()
-        result = fn()
-        sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result, len(times)
+def timed(fn: Callable[[], Any], min_run_time: float = 0.0) -> tuple[float, Any, int]:
+    """Median seconds per call of ``fn`` by :class:`torch.utils.benchmark.Timer`, the last
+    result, and the number of timed calls.
+
+    ``blocked_autorange``: its block-size estimate runs ``fn`` at least once first (the
+    warm-up); then blocks of calls are timed until ``min_run_time`` seconds were spent (at
+    least one block). Accelerators are synchronised around each block; the torch thread
+    count in force is kept.
+    """
+    import torch
+    from torch.utils.benchmark import Timer
+
+    last: list[Any] = [None]
+    timer = Timer("last[0] = fn()", globals={"fn": fn, "last": last}, num_threads=torch.get_num_threads())
+    measurement = timer.blocked_autorange(min_run_time=min_run_time)
+    return measurement.median, last[0], len(measurement.times) * measurement.number_per_run

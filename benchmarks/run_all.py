@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in (n for n in ORDER if n in args.only):
         out = folder / f"{name}.jsonl"
         print(f"== {name} -> {out}", file=sys.stderr, flush=True)
-        start = time.perf_counter()
+        start = time.perf_counter()  # the wall time of a whole benchmark, for the log only
         try:
             importlib.import_module(f"benchmarks.{name}").main(["--out", str(out)] + (["--quick"] if args.quick else []))
         except Exception:  # one broken benchmark must not hide the others' numbers

@@ -52,3 +52,17 @@ def full_index(tokens: torch.Tensor) -> np.ndarray:
     occ = tokens_to_occupations(tokens).numpy().astype(np.int64)
     n_q = occ.shape[1]
     return occ @ (1 << (n_q - 1 - np.arange(n_q)))
+
+
+def pyscf_references(name: str) -> dict[str, float]:
+    """RHF, CCSD(T) and FCI energies (Hartree) of catalog molecule ``name``, computed with
+    PySCF alone from the catalog geometry (no nnqs or hamiltonians code on the way)."""
+    from pyscf import cc, fci, gto, scf
+
+    from hamiltonians import get_spec
+
+    spec = get_spec(name)
+    mol = gto.M(atom=spec.atom, basis=spec.basis, charge=spec.charge, spin=spec.spin, verbose=0)
+    mf = scf.RHF(mol).run()
+    ccsd = cc.CCSD(mf).run()
+    return {"HF": mf.e_tot, "CCSD(T)": ccsd.e_tot + ccsd.ccsd_t(), "exact (fci)": fci.FCI(mf).kernel()[0]}

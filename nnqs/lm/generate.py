@@ -18,9 +18,14 @@ from nnqs.lm.models import ArithmeticLM
 from nnqs.lm.tokenizer import ANSWER_LEN, BOS, EOS, PAD, decode
 
 
+GREEDY_BELOW = 1e-4  # a temperature under this is greedy: logits / T would overflow float32 (NaN)
+
+
 @dataclass(frozen=True)
 class Sampling:
-    """How the next token is picked. ``temperature == 0`` is greedy (argmax)."""
+    """How the next token is picked. ``temperature < GREEDY_BELOW`` (0 included) is greedy
+    (argmax); ``top_p`` keeps the smallest set of most likely tokens reaching mass ``top_p``,
+    and always at least the most likely one."""
 
     temperature: float = 0.0
     top_k: int | None = None
@@ -36,15 +41,19 @@ class Sampling:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0.0
+        return self.temperature < GREEDY_BELOW
 
 
 GREEDY = Sampling()
 
 
 def filtered_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-    """Probabilities ``(B, V)`` after temperature, top-k and top-p (nucleus) filtering."""
-    logits = logits.float() / sampling.temperature
+    """Probabilities ``(B, V)`` after temperature, top-k and top-p (nucleus) filtering.
+
+    Finite for every valid ``sampling``: the temperature is floored at ``GREEDY_BELOW`` and
+    the most likely token always survives top-p.
+    """
+    logits = logits.float() / max(sampling.temperature, GREEDY_BELOW)
     if sampling.top_k is not None and sampling.top_k < logits.shape[-1]:
         kth = torch.topk(logits, sampling.top_k, dim=-1).values[:, -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
@@ -52,7 +61,9 @@ def filtered_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
     if sampling.top_p is not None and sampling.top_p < 1.0:
         sorted_p, order = torch.sort(probs, dim=-1, descending=True)
         before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass strictly above each token
-        sorted_p = sorted_p.masked_fill(before >= sampling.top_p, 0.0)  # the top token always stays
+        drop = before >= sampling.top_p
+        drop[:, 0] = False  # the top token always stays (even for a top_p below float32's resolution)
+        sorted_p = sorted_p.masked_fill(drop, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
     return probs / probs.sum(dim=-1, keepdim=True)
 

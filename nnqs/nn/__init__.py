@@ -1,5 +1,5 @@
 """The shared Transformer core (no physics, no digits)."""
-from nnqs.nn.cache import KVCache
+from nnqs.nn.cache import AttentionCache, KVCache
 from nnqs.nn.core import CoreConfig, TransformerCore
 
-__all__ = ["CoreConfig", "KVCache", "TransformerCore"]
+__all__ = ["AttentionCache", "CoreConfig", "KVCache", "TransformerCore"]

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nnqs.nn.cache import KVCache
+from nnqs.nn.cache import AttentionCache
 
 
 def _split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -83,7 +83,7 @@ class SelfAttention(nn.Module):
         x: torch.Tensor,
         causal: bool,
         key_padding_mask: torch.Tensor | None = None,
-        cache: KVCache | None = None,
+        cache: AttentionCache | None = None,
         layer: int = 0,
     ) -> torch.Tensor:
         """``x`` (B, T, C) -> (B, T, C). With ``cache``, keys/values are appended to it."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from nnqs.nn.cache import AttentionCache
+
 
 class BufferPool:
     """Recycled flat storages; a "slot" is one flat tensor per layer for keys and one for values."""
@@ -42,10 +44,10 @@ class BufferPool:
             self.free.pop(0)  # drop the smallest
 
 
-class BranchingKVCache:
+class BranchingKVCache(AttentionCache):
     """Per-layer keys and values ``(B, H, S, D)`` with lazy, fused branch-and-append.
 
-    Same interface as :class:`~nnqs.nn.KVCache` (``update``, ``len``, ``batch_size``,
+    Implements :class:`~nnqs.nn.cache.AttentionCache` (``update``, ``len``, ``batch_size``,
     ``select``) so :class:`~nnqs.nn.TransformerCore` uses it unchanged.
     """
 

@@ -3,13 +3,41 @@
 Kept apart from the model: one entry per layer, each a pair of tensors of
 shape ``(batch, heads, seq, head_dim)``. A sampler prunes and branches its
 prefixes with :meth:`KVCache.select`, which gathers (and may repeat) batch rows.
+
+:class:`AttentionCache` states the interface the attention and the core use
+(``len``, ``batch_size``, ``update``, ``select``); :class:`KVCache` and
+:class:`~nnqs.nn.branching_cache.BranchingKVCache` both implement it.
 """
 from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
 
 import torch
 
 
-class KVCache:
+@runtime_checkable
+class AttentionCache(Protocol):
+    """What :class:`~nnqs.nn.TransformerCore` needs of a KV cache."""
+
+    def __len__(self) -> int:
+        """Number of cached positions ``S`` (0 when empty)."""
+        ...
+
+    @property
+    def batch_size(self) -> int:
+        """Number of batch rows ``B`` (0 when empty)."""
+        ...
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append keys/values ``(B, H, T, D)`` of ``layer``; return all ``(B, H, S + T, D)``."""
+        ...
+
+    def select(self, index: torch.Tensor) -> "AttentionCache":
+        """A cache of batch rows ``index`` ``(B',)`` long (repeats allowed), same positions."""
+        ...
+
+
+class KVCache(AttentionCache):
     """Per-layer keys and values, ``[batch, heads, seq, head_dim]``."""
 
     def __init__(self, n_layers: int) -> None:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from nnqs.nn.attention import CrossAttention, SelfAttention
-from nnqs.nn.cache import KVCache
+from nnqs.nn.cache import AttentionCache, KVCache
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Block(nn.Module):
         self,
         x: torch.Tensor,
         key_padding_mask: torch.Tensor | None,
-        cache: KVCache | None,
+        cache: AttentionCache | None,
         layer: int,
         memory: torch.Tensor | None,
         memory_mask: torch.Tensor | None,
@@ -93,7 +93,7 @@ class TransformerCore(nn.Module):
         self,
         tokens: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
-        cache: KVCache | None = None,
+        cache: AttentionCache | None = None,
         memory: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:

@@ -14,20 +14,19 @@ stays on the model's device; the only host sync per step is the frontier size.
 When the frontier would exceed ``max_frontier`` rows it is split into chunks that
 are finished depth-first, one after another, each with its own cache slice.
 
-The model is used only through ``n_orbitals``, ``device``, ``new_cache(branching=True)`` and
+The model is used only through the :class:`~nnqs.vmc.protocols.SamplerModel` contract:
+``n_orbitals``, ``device``, ``new_cache(branching=True)`` and
 ``next_log_conditional(prefix, n_up, n_dn, cache)``.
 """
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any
-
 import torch
 
 from nnqs.common.errors import UserError
-from nnqs.nn.branching_cache import BranchingKVCache
-from nnqs.nn import KVCache
+from nnqs.nn.cache import AttentionCache
+from nnqs.vmc.protocols import SamplerModel
 
 MAX_SAMPLES = 2**53  # counts are carried as float64 (exact integers up to 2^53)
 
@@ -45,14 +44,14 @@ class Frontier:
     counts: torch.Tensor  # (B,) float64, exact non-negative integers
     n_up: torch.Tensor  # (B,) long, alpha electrons in the prefix
     n_dn: torch.Tensor  # (B,) long, beta electrons in the prefix
-    cache: KVCache | BranchingKVCache | None = None
+    cache: AttentionCache | None = None
     rows: torch.Tensor | None = None
     shared: bool = False  # the cache is shared with sibling chunks: never release it
 
     def __len__(self) -> int:
         return int(self.counts.shape[0])
 
-    def aligned_cache(self) -> KVCache | None:
+    def aligned_cache(self) -> AttentionCache | None:
         if self.cache is None or self.rows is None:
             return self.cache
         return self.cache.select(self.rows)
@@ -90,7 +89,7 @@ def split_counts(
     return out
 
 
-def _step(model: Any, frontier: Frontier, generator: torch.Generator | None) -> Frontier:
+def _step(model: SamplerModel, frontier: Frontier, generator: torch.Generator | None) -> Frontier:
     """Extend every prefix by one orbital, splitting counts and dropping zero-count children."""
     cache = frontier.aligned_cache()
     logp = model.next_log_conditional(frontier.prefix, frontier.n_up, frontier.n_dn, cache)  # (B, 4)
@@ -109,7 +108,7 @@ def _step(model: Any, frontier: Frontier, generator: torch.Generator | None) -> 
     )
 
 
-def _check_args(model: Any, n_samples: int, generator: torch.Generator | None, max_frontier: int) -> int:
+def _check_args(model: SamplerModel, n_samples: int, generator: torch.Generator | None, max_frontier: int) -> int:
     try:
         n_samples = operator.index(n_samples)
     except TypeError:
@@ -124,7 +123,7 @@ def _check_args(model: Any, n_samples: int, generator: torch.Generator | None, m
 
 
 def sample_unique(
-    model: Any,
+    model: SamplerModel,
     n_samples: int,
     generator: torch.Generator | None = None,
     use_cache: bool = True,

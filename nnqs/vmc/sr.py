@@ -12,25 +12,30 @@ The plain VMC gradient is 2 X^T e; this direction is S^-1 of half of it.
 from __future__ import annotations
 
 import torch
-from torch.func import grad, vmap
-from torch.nn.utils.stateless import _reparametrize_module
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+SR_SHIFT = 1e-4  # default diagonal shift of X X^T, relative to its mean diagonal (VMCConfig.sr_shift too)
 
 
-def per_sample_jacobian(wf, configs: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
+def per_sample_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
     """``d log psi(x_i) / d theta`` for ``configs`` ``(U, n)`` -> ``(U, P)`` complex128,
-    columns in ``wf.parameters()`` order. Real part from log P / 2, imaginary from the phase."""
+    columns in ``wf.parameters()`` order. Real part from log P / 2, imaginary from the phase.
+
+    ``wf`` is called as ``wf(x, part="log_prob")`` and ``wf(x, part="phase")`` (the
+    wavefunction's unchecked ``forward``) through :func:`torch.func.functional_call`, with
+    per-sample gradients from ``vmap(grad(...))`` over blocks of ``chunk`` rows.
+    """
     names = [k for k, _ in wf.named_parameters()]
     params = {k: v.detach() for k, v in wf.named_parameters()}
     if configs.shape[0] == 0:  # an empty share of the samples
         return torch.zeros(0, sum(v.numel() for v in params.values()), dtype=torch.complex128, device=configs.device)
 
-    def real_part(p, x):
-        with _reparametrize_module(wf, p):
-            return 0.5 * wf._log_prob(x.unsqueeze(0))[0]
+    def real_part(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        return 0.5 * functional_call(wf, p, (x.unsqueeze(0),), {"part": "log_prob"})[0]
 
-    def imag_part(p, x):
-        with _reparametrize_module(wf, p):
-            return wf._phase(x.unsqueeze(0))[0].double()
+    def imag_part(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        return functional_call(wf, p, (x.unsqueeze(0),), {"part": "phase"})[0].double()
 
     rows = []
     for block in configs.split(chunk):
@@ -44,7 +49,7 @@ def per_sample_jacobian(wf, configs: torch.Tensor, chunk: int = 1024) -> torch.T
 
 def sr_direction(
     jacobian: torch.Tensor, local_energies: torch.Tensor, weights: torch.Tensor, energy: float,
-    shift: float = 1e-3, comm=None, split: bool = True,
+    shift: float = SR_SHIFT, comm=None, split: bool = True,
 ) -> torch.Tensor:
     """Natural-gradient direction ``(P,)`` float64 (see module docstring).
 

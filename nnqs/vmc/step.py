@@ -20,7 +20,8 @@ from nnqs.common.distributed import SingleProcess
 from nnqs.vmc.local_energy import share_local_energy
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.nn.schedule import warmup_cosine
-from nnqs.vmc.sr import per_sample_jacobian, sr_direction
+from nnqs.vmc.sr import SR_SHIFT, per_sample_jacobian, sr_direction
+from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
 
 @dataclass(frozen=True)
@@ -34,14 +35,14 @@ class VMCConfig:
     n_layers: int = 2
     n_heads: int = 4
     phase_hidden: int = 64
-    hf_prob: float = 0.95  # P(Hartree-Fock determinant) at initialisation
+    hf_prob: float = HF_TARGET_PROB  # P(Hartree-Fock determinant) at initialisation
     phase_pretrain: int = 300  # steps fitting the phase head to perturbative signs (0: off)
     dtype: Literal["float32", "float64"] = "float64"
     device: str = "cpu"
     optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
     lr: float = 0.1
     lr_final: float | None = None  # where the cosine decay ends (default: lr / 10)
-    sr_shift: float = 1e-4  # diagonal shift of the SR matrix, relative to its mean diagonal
+    sr_shift: float = SR_SHIFT  # diagonal shift of the SR matrix, relative to its mean diagonal
     warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0

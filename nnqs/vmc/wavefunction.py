@@ -18,7 +18,7 @@ Phase: an MLP on the one-hot configuration ``(4n -> H -> H -> 1)``.
 ``-inf`` (never NaN) outside the sector.
 
 Initialisation: the per-orbital bias favours the Hartree–Fock determinant.
-``hf_bias=None`` picks the bias so that P(HF) is about ``0.7`` at init
+``hf_bias=None`` picks the bias so that P(HF) is ``HF_TARGET_PROB`` (0.95) at init
 (:func:`hf_bias_for`); ``hf_bias=0`` gives near-uniform conditionals.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ from nnqs.vmc.configurations import (
     tokens_to_occupations,
 )
 from nnqs.common.errors import UserError
-from nnqs.nn import CoreConfig, KVCache, TransformerCore
+from nnqs.nn import AttentionCache, CoreConfig, TransformerCore
 from nnqs.vmc.sampler import sample_unique
 
 __all__ = [
@@ -61,7 +61,7 @@ __all__ = [
 
 START_TOKEN = 4  # the input token before orbital 0; vocabulary is 0..4
 PHASE_INIT_STD = 1.0  # std of the phase head's last-layer weights (see _init_heads)
-HF_TARGET_PROB = 0.7  # P(HF) at init aimed at by the automatic hf_bias
+HF_TARGET_PROB = 0.95  # P(HF) at init aimed at by the automatic hf_bias (VMCConfig.hf_prob too)
 
 
 def masked_log_softmax(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
@@ -125,9 +125,11 @@ class TransformerWavefunction(nn.Module):
         hf_bias: float | None = None,
         dtype: torch.dtype | str = torch.float32,
         device: torch.device | str | None = None,
-        **extra: Any,
+        **unknown: Any,
     ) -> None:
         super().__init__()
+        if unknown:  # hparams have held exactly the named arguments since the first checkpoint
+            raise UserError(f"TransformerWavefunction: unknown option(s) {', '.join(sorted(unknown))}")
         _check_sizes(n_orbitals, n_alpha, n_beta)
         if isinstance(dtype, str):
             dtype = getattr(torch, dtype, None)
@@ -139,7 +141,7 @@ class TransformerWavefunction(nn.Module):
         self.hparams: dict[str, Any] = dict(
             n_orbitals=n_orbitals, n_alpha=n_alpha, n_beta=n_beta, d_model=d_model, n_layers=n_layers,
             n_heads=n_heads, phase_hidden=phase_hidden, d_ff=d_ff, hf_bias=float(hf_bias),
-            dtype=str(dtype).removeprefix("torch."), **extra,
+            dtype=str(dtype).removeprefix("torch."),
         )  # fmt: skip
         cfg = CoreConfig(N_STATES + 1, n_orbitals, d_model, n_layers, n_heads, d_ff)
         self.core = TransformerCore(cfg)
@@ -181,7 +183,7 @@ class TransformerWavefunction(nn.Module):
         """The Hartree–Fock determinant ``(n,)`` long on the module's device."""
         return hf_tokens(self.n_orbitals, self.n_alpha, self.n_beta).to(self.device)
 
-    def new_cache(self, branching: bool = False) -> KVCache | BranchingKVCache:
+    def new_cache(self, branching: bool = False) -> AttentionCache:
         """An empty KV cache for :meth:`next_log_conditional`; ``branching=True`` gives the
         sampler's :class:`~nnqs.nn.branching_cache.BranchingKVCache` (fused branch-and-append)."""
         if branching:
@@ -217,7 +219,7 @@ class TransformerWavefunction(nn.Module):
         prefix: torch.Tensor,
         n_up: torch.Tensor,
         n_dn: torch.Tensor,
-        cache: KVCache | BranchingKVCache | None = None,
+        cache: AttentionCache | None = None,
     ) -> torch.Tensor:
         """``log P(x_i = s | prefix)`` ``(B, 4)`` for orbital ``i = prefix.shape[1]``.
 
@@ -262,6 +264,17 @@ class TransformerWavefunction(nn.Module):
 
     def _log_psi(self, configs: torch.Tensor) -> torch.Tensor:
         return torch.complex(0.5 * self._log_prob(configs), self._phase(configs).double())
+
+    def forward(self, configs: torch.Tensor, part: str = "log_psi") -> torch.Tensor:
+        """``part`` of the wavefunction for ``configs`` ``(U, n)`` long -> ``(U,)``: ``"log_psi"``
+        (complex128), ``"log_prob"`` (float64) or ``"phase"`` (model dtype).
+
+        Unchecked (no value tests on ``configs``), so ``torch.func`` transforms can trace it,
+        e.g. per-sample gradients through :func:`torch.func.functional_call` (see
+        :mod:`nnqs.vmc.sr`). Use :meth:`log_psi`, :meth:`log_prob`, :meth:`phase` otherwise.
+        """
+        parts = {"log_psi": self._log_psi, "log_prob": self._log_prob, "phase": self._phase}
+        return parts[part](configs)
 
     @staticmethod
     def _chunked(fn: Any, configs: torch.Tensor, chunk_size: int | None) -> torch.Tensor:

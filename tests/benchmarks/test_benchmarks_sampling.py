@@ -1,10 +1,14 @@
-"""The sampling benchmark runs at toy size and prints parseable JSON lines."""
+"""The sampling benchmark runs at toy size; its JSON lines hold quantities checked against oracles."""
 import json
+import math
+
+import pytest
 
 from benchmarks import sampling
 
 FIELDS = {"n_orbitals", "n_alpha", "n_beta", "n_samples", "unique", "seconds_cached", "seconds_uncached",
-          "speedup", "identical_samples", "d_model", "n_layers", "n_heads", "threads", "device"}  # fmt: skip
+          "speedup", "identical_samples", "d_model", "n_layers", "n_heads", "threads", "device", "hf_prob",
+          "hf_fraction", "timer"}  # fmt: skip
 
 
 def test_quick_benchmark_output(capsys, tmp_path):
@@ -16,5 +20,10 @@ def test_quick_benchmark_output(capsys, tmp_path):
     assert [json.loads(line) for line in out.read_text().splitlines()] == records
     for r in records:
         assert FIELDS <= set(r)
-        assert isinstance(r["identical_samples"], bool)
-        assert 0 < r["unique"] <= r["n_samples"] and r["seconds_cached"] > 0 and r["speedup"] > 0
+        sector = math.comb(r["n_orbitals"], r["n_alpha"]) * math.comb(r["n_orbitals"], r["n_beta"])
+        assert 0 < r["unique"] <= min(sector, r["n_samples"])
+        assert r["identical_samples"] is True  # same seed: the cached and uncached draws agree at toy size
+        # P(HF) at init is hf_prob (up to the random head's blur); binomial noise at 10^4 samples is 0.005
+        assert r["hf_fraction"] == pytest.approx(r["hf_prob"], abs=0.03)
+        assert r["speedup"] == pytest.approx(r["seconds_uncached"] / r["seconds_cached"], rel=1e-2)
+        assert r["repeats_cached"] >= 1 and r["repeats_uncached"] >= 1

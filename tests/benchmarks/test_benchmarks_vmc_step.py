@@ -1,14 +1,39 @@
-"""The VMC-step benchmark runs at toy size so it cannot rot."""
+"""The VMC-step benchmark runs at toy size; its counts are checked by combinatorics, its fit by numpy."""
+import math
+
+import numpy as np
+import pytest
+
 from benchmarks.vmc_step import main, random_sector_configs
+
+STO3G = {"H2": (2, 1, 1), "LiH": (6, 2, 2)}  # spatial orbitals, N_alpha, N_beta
+
+
+def excitations(n: int, na: int, nb: int) -> int:
+    """Spin-conserving singles and doubles of any configuration of the sector."""
+    va, vb = n - na, n - nb
+    return na * va + nb * vb + math.comb(na, 2) * math.comb(va, 2) + math.comb(nb, 2) * math.comb(vb, 2) + na * nb * va * vb
 
 
 def test_quick_vmc_step_benchmark():
     records = main(["--quick", "--threads", "1"])
     kinds = {r["benchmark"] for r in records}
     assert kinds == {"vmc_step", "local_energy_scaling", "local_energy_scaling_fit"}
+    scaling = [r for r in records if r["benchmark"] == "local_energy_scaling"]
     for r in records:
+        if r["benchmark"] in ("vmc_step", "local_energy_scaling"):
+            n, na, nb = STO3G[r["system"]]
+            sector = math.comb(n, na) * math.comb(n, nb)
+            assert r["n_orbitals"] == n and r["n_unique_connected"] <= sector
         if r["benchmark"] == "vmc_step":
-            assert r["n_unique"] > 0 and r["t_step"] > 0
+            assert r["n_qubits"] == 2 * n and 0 < r["n_unique"] <= sector
+            assert r["t_step"] == pytest.approx(r["t_sample"] + r["t_local"] + r["t_grad"], abs=2e-4)
+        if r["benchmark"] == "local_energy_scaling":
+            assert r["connected_per_config"] == excitations(n, na, nb) and r["calls"] >= 1
+    fit = next(r for r in records if r["benchmark"] == "local_energy_scaling_fit")
+    x = np.log([r["n_orbitals"] for r in scaling])
+    y = np.log([r["seconds"] / r["n_configs"] for r in scaling])
+    assert fit["exponent"] == pytest.approx(np.polyfit(x, y, 1)[0], abs=0.006)  # rounded to 2 decimals
 
 
 def test_random_sector_configs_are_in_the_sector():

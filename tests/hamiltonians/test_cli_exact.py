@@ -4,16 +4,8 @@ import sys
 
 import pytest
 
-from hamiltonians import CATALOG
 from nnqs.cli import main
-
-
-def pyscf_fci_energy(name: str) -> float:
-    """FCI energy of a catalog molecule in STO-3G by PySCF alone (RHF, then fci.FCI)."""
-    from pyscf import fci, gto, scf
-
-    mf = scf.RHF(gto.M(atom=CATALOG[name].atom, basis="sto-3g", verbose=0)).run(conv_tol=1e-11)
-    return float(fci.FCI(mf).kernel()[0])
+from tests_support import pyscf_references
 
 
 def test_exact_json_is_one_object(capsys):
@@ -22,16 +14,19 @@ def test_exact_json_is_one_object(capsys):
     data = json.loads(out)
     assert out.count("\n") == 1
     assert data["n_qubits"] == 4 and data["sector_dim"] == 4 and data["method"] == "ed"
-    assert data["e_exact"] == pytest.approx(pyscf_fci_energy("H2"), abs=1e-8)
+    assert data["e_exact"] == pytest.approx(pyscf_references("H2")["exact (fci)"], abs=1e-8)
 
 
 def test_exact_table(capsys):
     assert main(["exact", "LiH"]) == 0
     out = capsys.readouterr().out
     assert "12 qubits" in out and "N_alpha=2" in out and "sector dimension 225" in out
-    row = next(line for line in out.splitlines() if line.startswith("exact (fci)"))
-    assert float(row.split()[2]) == pytest.approx(pyscf_fci_energy("LiH"), abs=2e-8)
-    assert "CCSD(T)" in out
+    rows = {line[:18].strip(): float(line[18:].split()[0]) for line in out.splitlines()
+            if line[:18].strip() in ("HF", "CCSD(T)", "exact (fci)")}  # fmt: skip
+    reference = pyscf_references("LiH")
+    assert rows.keys() == reference.keys()
+    for method, energy in rows.items():  # the table prints 8 decimals
+        assert energy == pytest.approx(reference[method], abs=1e-8), method
 
 
 def test_exact_fcidump_json_has_null_ccsd_t(capsys, tmp_path, hams):

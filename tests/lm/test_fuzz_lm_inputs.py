@@ -9,6 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzz_support import FUZZ, TEXT, run_cli
+from nnqs.cli import main
 from nnqs.common.errors import UserError
 from nnqs.lm.data import load_pairs
 from nnqs.lm.tokenizer import VOCAB
@@ -65,3 +66,14 @@ def test_data_files_load_or_refuse_with_one_line(ckpt, text):
         except UserError as exc:
             assert "\n" not in str(exc)
         run_cli(["lm", "eval", "--ckpt", ckpt, "--data", str(path)])
+
+
+@pytest.mark.parametrize("knobs", [["--temperature", "1e-40"], ["--temperature", "1e-300"],
+                                   ["--temperature", "1", "--top-p", "1e-300"], ["--top-p", "1e-300"]])
+def test_vanishing_temperature_or_top_p_answers_greedily(ckpt, knobs, capsys):
+    """Issue 11: these printed a bare "BOS" (NaN probabilities); now they give the greedy answer."""
+    assert main(["lm", "generate", "--ckpt", ckpt, GOOD]) == 0
+    greedy = capsys.readouterr().out
+    assert greedy.startswith("BOS ") and len(greedy.split()) > 1
+    assert main(["lm", "generate", "--ckpt", ckpt, *knobs, GOOD]) == 0
+    assert capsys.readouterr().out == greedy

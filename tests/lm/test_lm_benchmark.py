@@ -1,7 +1,14 @@
-"""The LM benchmark runs in its quick mode and prints one JSON line per architecture."""
+"""The LM benchmark runs in its quick mode; its scores equal the slow evaluation twin's on the
+model it trained, and its derived fields are consistent."""
 import importlib
 import json
 from pathlib import Path
+
+import pytest
+
+from nnqs.lm.data import Pairs
+from nnqs.lm.evaluate import evaluate_reference
+from nnqs.lm.tokenizer import decode
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -9,12 +16,24 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_benchmark_emits_json_lines(monkeypatch, capsys, tmp_path):
     monkeypatch.syspath_prepend(str(ROOT))
     bench = importlib.import_module("benchmarks.lm")
+    seen = []  # (model, test batch) of each evaluate call, to score again with the twin
+
+    def spy(model, batch, *args, **kw):
+        seen.append((model, batch))
+        return real_evaluate(model, batch, *args, **kw)
+
+    real_evaluate = bench.evaluate
+    monkeypatch.setattr(bench, "evaluate", spy)
     out = tmp_path / "lm.jsonl"
     assert bench.main(["--quick", "--test-size", "30", "--out", str(out)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     records = [json.loads(line) for line in lines]
-    assert [r["arch"] for r in records] == ["decoder", "seq2seq"]
-    for r in records:
+    assert [r["arch"] for r in records] == ["decoder", "seq2seq"] and len(seen) == 2
+    for r, (model, batch) in zip(records, seen):
         assert r["benchmark"] == "lm" and r["quick"] and r["test_pairs"] == 30
-        assert 0.0 <= r["test_exact_match"] <= 1.0 and r["wall_s"] > 0
+        pairs = Pairs([decode(q) for q in batch.questions], [decode(a) for a in batch.answers])
+        twin = evaluate_reference(model, pairs)
+        assert (r["test_exact_match"], r["test_token_accuracy"]) == (twin.exact_match, twin.token_accuracy)
+        assert r["s_per_step"] == pytest.approx(r["wall_s"] / r["steps"], abs=1e-5)
+        assert min(r["generate_calls"]) >= 1
     assert out.read_text().strip().splitlines() == lines

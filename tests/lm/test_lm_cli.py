@@ -57,8 +57,13 @@ def test_eval_and_generate(run_dir, tmp_path, capsys):
     capsys.readouterr()
     assert main(["lm", "eval", "--ckpt", str(run_dir), "--data", str(data), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert 0.0 <= metrics["exact_match"] <= 1.0 and 0.0 <= metrics["token_accuracy"] <= 1.0
-    assert metrics["pairs"] == 40
+    from nnqs.lm.artifacts import load_lm
+    from nnqs.lm.data import load_pairs
+    from nnqs.lm.evaluate import evaluate_reference
+
+    twin = evaluate_reference(load_lm(run_dir)[0], load_pairs(data))  # one pair at a time, answers as text
+    assert (metrics["exact_match"], metrics["token_accuracy"], metrics["pairs"]) == (
+        twin.exact_match, twin.token_accuracy, 40)
     question = "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"
     assert main(["lm", "generate", "--ckpt", str(run_dir), question, "--temperature", "0.8", "--top-k", "5"]) == 0
     answer = capsys.readouterr().out.strip()

@@ -4,7 +4,7 @@ import torch
 
 from nnqs.common.errors import UserError
 from nnqs.lm.data import encode_pairs, generate_pairs
-from nnqs.lm.generate import GREEDY, Sampling, answer_to_text, filtered_probs, generate, pick_next
+from nnqs.lm.generate import GREEDY, GREEDY_BELOW, Sampling, answer_to_text, filtered_probs, generate, pick_next
 from nnqs.lm.models import ModelConfig, build_model
 from nnqs.lm.tokenizer import BOS, EOS, PAD, VOCAB_SIZE
 
@@ -89,3 +89,42 @@ def test_sampling_frequencies_follow_the_distribution():
 def test_bad_sampling_settings_are_user_errors(kw):
     with pytest.raises(UserError):
         Sampling(**kw)
+
+
+def argmax_loop(model, questions: torch.Tensor, max_new_tokens: int) -> list[list[int]]:
+    """Oracle: greedy decoding one question at a time, re-running the whole prefix, stopping at EOS."""
+    answers = []
+    for q in questions:
+        answer = [BOS]
+        while len(answer) <= max_new_tokens and answer[-1] != EOS:
+            logits = model.next_logits(q.unsqueeze(0), torch.tensor([answer]))
+            answer.append(int(logits[0].argmax()))
+        answers.append(answer)
+    return answers
+
+
+@pytest.mark.parametrize("arch", ["decoder", "seq2seq"])
+@pytest.mark.parametrize(
+    "sampling",
+    [GREEDY, Sampling(1e-40), Sampling(0.5 * GREEDY_BELOW, top_k=3), Sampling(1.0, top_p=1e-300), Sampling(2.0, top_k=1)],
+)
+def test_degenerate_knobs_decode_greedily(arch, sampling):
+    """A temperature under the floor is greedy; a vanishing top-p (or top-k 1) keeps just the top token."""
+    model = tiny_model(arch)
+    questions = encode_pairs(generate_pairs(12, 8)).questions
+    out = generate(model, questions, sampling, torch.Generator().manual_seed(0), max_new_tokens=6)
+    expected = argmax_loop(model, questions, 6)
+    width = max(map(len, expected))
+    assert out.tolist() == [row + [PAD] * (width - len(row)) for row in expected]  # PAD after a row's EOS
+
+
+def test_tiny_temperature_and_top_p_give_finite_one_hot_probabilities():
+    logits = torch.tensor([[2.0, 7.5, -3.0, 7.0], [0.0, 0.0, 0.0, 1e-3]])
+    one_hot = torch.nn.functional.one_hot(logits.argmax(-1), 4).float()
+    for sampling in (Sampling(1.0, top_p=1e-300), Sampling(1e-30, top_p=1e-300)):
+        assert torch.equal(filtered_probs(logits, sampling), one_hot)
+    for t in (1e-30, 1e-40, GREEDY_BELOW):  # floored at GREEDY_BELOW: a gap of 1e-3 keeps e^-10
+        probs = filtered_probs(logits, Sampling(t))
+        assert torch.isfinite(probs).all() and torch.equal(probs[0], one_hot[0])
+        torch.testing.assert_close(probs[1], torch.tensor([1.0, 1.0, 1.0, 22026.4658]) / 22029.4658)
+    assert Sampling(1e-40).greedy and Sampling(0.0).greedy and not Sampling(GREEDY_BELOW).greedy

@@ -158,7 +158,7 @@ def test_default_float32_model_samples_the_sector():
     configs, counts = wf.sample(10**6, generator=torch.Generator().manual_seed(0))
     check_valid(wf, configs, counts, 10**6)
     hf = (configs == wf.hf_config()).all(-1)
-    assert 0.5 < float(counts[hf].sum()) / 1e6 < 0.9
+    assert 0.9 < float(counts[hf].sum()) / 1e6 < 0.98  # P(HF) = 0.95 at init, blurred by the random head
 
 
 def test_bad_arguments_are_user_errors():

@@ -171,8 +171,10 @@ def test_chunked_log_psi_equals_unchunked():
 
 
 def test_hparams_rebuild_from_state_dict():
-    wf = make_wf(unknown_option=3)
-    assert wf.hparams["unknown_option"] == 3 and wf.hparams["dtype"] == "float64"
+    wf = make_wf()
+    assert wf.hparams["dtype"] == "float64"
+    assert set(wf.hparams) == {"n_orbitals", "n_alpha", "n_beta", "d_model", "n_layers", "n_heads", "phase_hidden",
+                               "d_ff", "hf_bias", "dtype"}  # what every checkpoint so far holds
     state = wf.state_dict()
     assert "allowed" not in state
     clone = TransformerWavefunction(**wf.hparams)
@@ -187,11 +189,29 @@ def test_default_init_prefers_hartree_fock():
         wf = TransformerWavefunction(n, na, nb)
         with torch.no_grad():
             p_hf = float(wf.log_prob(wf.hf_config().unsqueeze(0)).exp())
-        assert 0.5 < p_hf < 0.9, (n, p_hf)
+        assert 0.9 < p_hf < 0.98, (n, p_hf)  # HF_TARGET_PROB = 0.95, blurred by the random head
         flat = TransformerWavefunction(n, na, nb, hf_bias=0.0)
         with torch.no_grad():
             assert float(flat.log_prob(flat.hf_config().unsqueeze(0)).exp()) < 0.1
     assert hf_bias_for(6, 3, 2, target=0.7) < hf_bias_for(20, 5, 5, target=0.7)
+
+
+def test_one_default_per_knob():
+    """The library defaults are the run config's defaults (one constant each)."""
+    import inspect
+
+    from nnqs.vmc.sr import SR_SHIFT, sr_direction
+    from nnqs.vmc.step import VMCConfig
+    from nnqs.vmc.wavefunction import HF_TARGET_PROB
+
+    cfg = VMCConfig()
+    assert cfg.hf_prob == HF_TARGET_PROB == inspect.signature(hf_bias_for).parameters["target"].default == 0.95
+    assert cfg.sr_shift == SR_SHIFT == inspect.signature(sr_direction).parameters["shift"].default == 1e-4
+
+
+def test_unknown_keyword_arguments_are_refused_by_name():
+    with pytest.raises(UserError, match=r"unknown option\(s\) d_modle, n_layer$"):
+        TransformerWavefunction(4, 2, 2, n_layer=3, d_modle=8)
 
 
 def test_bad_arguments_are_user_errors():
@@ -202,3 +222,12 @@ def test_bad_arguments_are_user_errors():
         wf.log_psi(torch.zeros(3, 5, dtype=torch.long))
     with pytest.raises(UserError):
         wf.log_psi(torch.full((3, 4), 4))
+
+
+def test_forward_parts_equal_the_checked_methods():
+    wf = make_wf()
+    configs = all_configurations(N)[::13]
+    with torch.no_grad():
+        assert torch.equal(wf(configs), wf.log_psi(configs))
+        assert torch.equal(wf(configs, part="log_prob"), wf.log_prob(configs))
+        assert torch.equal(wf(configs, part="phase"), wf.phase(configs))
