@@ -57,7 +57,7 @@ def test_eval_and_generate(run_dir, tmp_path, capsys):
     capsys.readouterr()
     assert main(["lm", "eval", "--ckpt", str(run_dir), "--data", str(data), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    from nnqs.lm.artifacts import load_lm
+    from nnqs.lm.checkpoint import load_lm
     from nnqs.lm.data import load_pairs
     from nnqs.lm.evaluate import evaluate_reference
 
