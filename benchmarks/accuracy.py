@@ -1,31 +1,48 @@
 """Accuracy benchmark: VMC error vs exact energy and wall time per molecule (JSON lines).
 
-    python -m benchmarks.accuracy [--molecules H2 LiH ...] [--steps 300] [--threads 2] [--out FILE]
+    python -m benchmarks.accuracy [--molecules H2 LiH N2@1.4 ...] [--steps N] [--threads 1] [--out FILE]
     python -m benchmarks.accuracy --quick      # toy size, seconds (run by the test suite)
 
-One JSON object per molecule: molecule, n_qubits, steps, energy, e_exact,
-error_mha, within_chemical_accuracy, wall_s, n_parameters, threads.
+Each run uses the ``nnqs vmc`` defaults (``--steps`` overrides the step count only).
+``NAME@R`` is a catalog diatomic at bond length R Angstrom (N2@2.2). One JSON object per
+system: molecule, bond, n_qubits, steps, energy, e_exact, error_mha, within_chemical_accuracy,
+wall_s, n_parameters, threads, the unique set size (n_core, final_unique) and the side
+numbers (e_teacher_sci, e_core, e_core_pt2, e_subspace, as errors in mHa).
 """
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import replace
 
 import torch
 
 from benchmarks.common import benchmark_parser, emit
-from hamiltonians import get_spec
+from hamiltonians import MoleculeSpec, get_spec
 from nnqs.vmc.run import run_molecule
 from nnqs.vmc.step import VMCConfig, toy_config
 
-TARGETS = ["H2", "LiH", "BeH2", "H2O", "NH3", "N2"]
+TARGETS = ["LiH", "BeH2", "H2O", "NH3", "CH4", "C2", "N2", "N2@1.4", "N2@1.8", "N2@2.2", "N2@2.6"]
+SIDE = ("e_teacher_sci", "e_core", "e_core_pt2", "e_subspace")
+
+
+def system_spec(name: str) -> tuple[MoleculeSpec, float | None]:
+    """A catalog molecule, or ``NAME@R``: the catalog diatomic NAME at bond length R Angstrom."""
+    if "@" not in name:
+        return get_spec(name), None
+    base, bond = name.split("@")
+    atoms = [line.split()[0] for line in get_spec(base).atom.replace(";", "\n").splitlines() if line.strip()]
+    return dataclasses.replace(get_spec(base), name=name, atom=f"{atoms[0]} 0 0 0; {atoms[1]} 0 0 {float(bond)}"), float(bond)
 
 
 def measure(name: str, cfg: VMCConfig) -> dict:
+    spec, bond = system_spec(name)
     with tempfile.TemporaryDirectory() as out:
-        r = run_molecule(get_spec(name), cfg, out, progress=False)
+        r = run_molecule(spec, cfg, out, progress=False)
+    side = {f"{k}_error_mha": 1000 * (r[k] - r["e_exact"]) for k in SIDE if r.get(k) is not None}
     return {
-        "benchmark": "accuracy", "molecule": name, "n_qubits": r["n_qubits"], "steps": cfg.steps,
+        "benchmark": "accuracy", "molecule": name, "bond": bond, "n_qubits": r["n_qubits"], "steps": cfg.steps,
+        "n_core": r.get("n_core"), "final_unique": r["final_unique"], "e_ccsd_t": r["e_ccsd_t"], **side,
         "energy": r["energy"], "e_exact": r["e_exact"], "error_mha": r["error_mha"],
         "within_chemical_accuracy": abs(r["error_mha"]) <= 1.6, "wall_s": r["wall_s"],
         "n_parameters": r["n_parameters"], "threads": torch.get_num_threads(),
@@ -35,11 +52,11 @@ def measure(name: str, cfg: VMCConfig) -> dict:
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = benchmark_parser("accuracy", __doc__, "H2, 20 steps, a tiny model")
     parser.add_argument("--molecules", nargs="+", default=TARGETS)
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    cfg = VMCConfig(steps=args.steps, threads=args.threads)
+    cfg = VMCConfig(threads=args.threads) if args.steps is None else VMCConfig(steps=args.steps, threads=args.threads)
     molecules = args.molecules
     if args.quick:
         cfg = replace(toy_config(20), threads=args.threads)

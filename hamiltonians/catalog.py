@@ -71,6 +71,7 @@ _ENTRIES = [
     CatalogEntry("N2", "N2", _diatomic("N", "N", 1.0977), f"{_CCCBDB}: r(NN)=1.0977 A"),
     CatalogEntry("HF", "HF", _diatomic("H", "F", 0.9168), f"{_CCCBDB}: r(HF)=0.9168 A"),
     CatalogEntry("CO", "CO", _diatomic("C", "O", 1.1283), f"{_CCCBDB}: r(CO)=1.1283 A"),
+    CatalogEntry("C2", "C2", _diatomic("C", "C", 1.2425), f"{_CCCBDB}: r(CC)=1.2425 A; the singlet ground state"),
 ]
 
 CATALOG: dict[str, CatalogEntry] = {e.name: e for e in _ENTRIES}

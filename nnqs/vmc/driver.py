@@ -36,6 +36,7 @@ class RunState(LoopState):
     """The VMC run state: the shared loop state plus the requested sample count and the ranks."""
 
     n_samples: int
+    core: torch.Tensor | None = None  # selection "core": the core configurations (M, n)
     comm: Communicator = field(default_factory=SingleProcess)  # the ranks sharing the run (not checkpointed)
 
     @property
@@ -44,10 +45,12 @@ class RunState(LoopState):
         return self.model
 
     def counters(self) -> dict:
-        return {"n_samples": self.n_samples}
+        return {"n_samples": self.n_samples} if self.core is None else {"n_samples": self.n_samples, "core": self.core}
 
     def set_counters(self, counters: dict) -> None:
         self.n_samples = int(counters["n_samples"])
+        if "core" in counters:
+            self.core = counters["core"].to(self.model.device)
 
 
 def new_state(wf, cfg: VMCConfig, comm: Communicator | None = None) -> RunState:
@@ -68,8 +71,13 @@ def history_row(result: StepResult, e_exact: float | None) -> dict:
 def one_vmc_step(state: RunState, ham, cfg: VMCConfig) -> StepResult:
     """One step of ``state`` (sample, estimate, update), then adapt the requested sample count."""
     result = vmc_step(state.wf, ham, state.opt, state.sched, cfg, state.step, state.n_samples, state.generator,
-                      state.comm)
-    state.n_samples = adapt_samples(result.n_samples, result.n_unique, cfg)
+                      state.comm, state.core)
+    if cfg.selection == "samples":
+        state.n_samples = adapt_samples(result.n_samples, result.n_unique, cfg)
+    else:  # the count that gave at most core_samples unique samples: no redraws next step
+        state.n_samples = result.n_samples
+    if result.core is not None:
+        state.core = result.core
     return result
 
 

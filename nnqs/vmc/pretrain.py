@@ -1,4 +1,7 @@
-"""Sign pretraining of the phase head from first-order perturbation theory.
+"""Pretraining: the phase head's signs from first-order perturbation theory (teacher "mp1"), or a
+supervised fit of modulus and sign to a selected-CI vector (teacher "sci", :func:`fit_to_vector`).
+
+Sign pretraining from first-order perturbation theory:
 
 For a configuration x' connected to the Hartree-Fock determinant |0>, first-order
 perturbation theory gives c(x') / c(0) = -H[x', 0] / (E_x' - E_0) with
@@ -14,6 +17,7 @@ turn (seen on H2O with exact enumeration: 6 of the 31 configurations of weight
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 
@@ -46,3 +50,35 @@ def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e
         loss.backward()
         opt.step()
     return float(loss.detach())
+
+
+def fit_to_vector(
+    wf, configs: torch.Tensor, coefficients: torch.Tensor, steps: int, lr: float = 1e-3,
+    on_step: Callable[[int, float], None] | None = None,
+) -> float:
+    """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
+    on ``configs`` ``(M, n)``, by Adam; return the final loss.
+
+    loss = - sum_x c_x^2 log P(x)  +  sum_x (|c_x| / sum |c|) (1 - cos(phi(x) - phi(x_0) - theta_x)),
+    theta_x = 0 or pi by the sign of c_x relative to c_{x_0} (the first configuration). The first
+    term is the cross entropy of P against c^2 (minimal at P = c^2 on the set, nothing outside);
+    the second sets relative signs, weighted by |c| so that light configurations still count.
+    ``on_step(step, loss)`` is called after every step (progress).
+    """
+    weight2 = coefficients.double().pow(2)
+    weight2 = weight2 / weight2.sum()
+    sign_weight = coefficients.double().abs() / coefficients.double().abs().sum()
+    target = torch.where(coefficients * coefficients[0] >= 0, 0.0, math.pi).double()
+    opt = torch.optim.Adam(wf.parameters(), lr=lr)
+    value = float("nan")
+    for step in range(steps):
+        log_psi = wf.log_psi(configs)
+        phase = log_psi.imag
+        loss = -(weight2 * 2.0 * log_psi.real).sum() + (sign_weight * (1 - torch.cos(phase - phase[0] - target))).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        value = float(loss.detach())
+        if on_step is not None:
+            on_step(step, value)
+    return value

@@ -13,6 +13,7 @@ import csv
 import dataclasses
 import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -35,7 +36,9 @@ from nnqs.common.runfolder import RunFolder, claim
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.driver import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, run_vmc, save_state
 from nnqs.vmc.plots import plot_energy
-from nnqs.vmc.pretrain import pretrain_phase
+from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
+from nnqs.vmc.sci import selected_ci
+from nnqs.vmc.selection import core_energies
 from nnqs.vmc.step import VMCConfig, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
@@ -140,8 +143,14 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     if data is not None:
         restore_state(data, state, folder.checkpoint)
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
-    if cfg.phase_pretrain and init_model is None and data is None:
-        pretrain_phase(wf, compact, cfg.phase_pretrain)
+    teacher = {}
+    if init_model is None and data is None:
+        teacher = pretrain(wf, compact, cfg, progress and comm.is_root)
+    if cfg.selection == "core" and state.core is None:
+        state.core = teacher.pop("configs", None)
+        if state.core is None:
+            state.core = wf.hf_config().unsqueeze(0)
+    teacher.pop("configs", None)
     history, callbacks, save = None, [], None
     if comm.is_root:
         if resume:  # after the checks: a refused resume leaves config.toml as it was
@@ -157,11 +166,35 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
             history.close()
     final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm)
     result = _result(ham, refs, final, cfg, wf, time.perf_counter() - start)
+    result.update(teacher)
+    if state.core is not None and comm.is_root:
+        result.update(core_energies(wf, compact, state.core, cfg.max_batch))
+    result["wall_s"] = time.perf_counter() - start
     result["rollbacks"] = guard.events
     if comm.is_root:
         atomic_write_text(folder.path / "result.json", json.dumps(result, indent=2) + "\n")
         _plot(folder.path, ham, refs)
     return result
+
+
+def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool) -> dict:
+    """Teacher "sci": grow a selected-CI vector from HF and fit the network's modulus and sign to it
+    (its configurations seed the core); teacher "mp1": perturbative signs for the phase head.
+    Returns what the result should record (``configs``: the teacher's set, popped by the caller)."""
+    if cfg.teacher == "mp1":
+        if cfg.phase_pretrain:
+            pretrain_phase(wf, ham, cfg.phase_pretrain)
+        return {}
+    t0 = time.perf_counter()
+    sci = selected_ci(ham, wf.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
+    bar = Progress(cfg.pretrain_steps) if progress and cfg.pretrain_steps else None
+    if bar is not None:
+        print(f"pretraining on a selected-CI vector of {len(sci.configs)} configurations "
+              f"(E = {sci.energy:.8f} Ha, {sci.rounds} rounds)", file=sys.stderr, flush=True)
+    fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), cfg.pretrain_steps, cfg.pretrain_lr,
+                  None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"))
+    return {"configs": sci.configs, "e_teacher_sci": sci.energy, "n_teacher": len(sci.configs),
+            "pretrain_s": time.perf_counter() - t0}
 
 
 def _open_history(folder: RunFolder, data: dict | None) -> HistoryWriter:

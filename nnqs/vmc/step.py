@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 
 import torch
 
@@ -20,81 +19,9 @@ from nnqs.common.distributed import SingleProcess
 from nnqs.vmc.local_energy import share_local_energy
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.nn.schedule import warmup_cosine
-from nnqs.vmc.sr import SR_SHIFT, per_sample_jacobian, sr_direction
-from nnqs.vmc.wavefunction import HF_TARGET_PROB
-
-
-@dataclass(frozen=True)
-class VMCConfig:
-    """Everything that defines a VMC run (saved with every result and checkpoint)."""
-
-    steps: int = 400
-    samples: int = 10**12  # requested samples per step: cheap, the unique set is what costs (may adapt)
-    seed: int = 0
-    d_model: int = 32
-    n_layers: int = 2
-    n_heads: int = 4
-    phase_hidden: int = 64
-    hf_prob: float = HF_TARGET_PROB  # P(Hartree-Fock determinant) at initialisation
-    phase_pretrain: int = 300  # steps fitting the phase head to perturbative signs (0: off)
-    dtype: Literal["float32", "float64"] = "float64"
-    device: str = "cpu"
-    optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
-    lr: float = 0.1
-    lr_final: float | None = None  # where the cosine decay ends (default: lr / 10)
-    sr_shift: float = SR_SHIFT  # diagonal shift of the SR matrix, relative to its mean diagonal
-    warmup: int = 5
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
-    estimator: Literal["exact", "sample-space"] = "exact"
-    unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
-    unique_max: int = 2048  # quarter it while more are seen (0: off)
-    max_batch: int = 8192  # configurations per network call in the local energy
-    final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
-    checkpoint_every: int = 50
-    checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
-    threads: int = 0  # torch threads (0: leave torch's default)
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.lr <= 0 or (self.lr_final is not None and self.lr_final < 0):
-            raise ValueError("lr must be positive and lr_final non-negative")
-        check_run_limits(self)
-
-
-def toy_config(steps: int) -> VMCConfig:
-    """A tiny model and sample set: smoke tests of scripts in seconds, not accuracy."""
-    return VMCConfig(steps=steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4, unique_min=0,
-                     unique_max=64, final_samples=10**4)
-
-
-def check_run_limits(cfg: VMCConfig) -> None:
-    """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
-    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip"):
-        if name == "lr_final" and cfg.lr_final is None:
-            continue
-        if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
-    for name, low, high in (("phase_hidden", 1, 2**20), ("phase_pretrain", 0, 10**6), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
-                            ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
-                            ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53),
-                            ("checkpoint_seconds", 0, 10**9)):
-        if not low <= getattr(cfg, name) <= high:
-            raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
-    if not 0.0 < cfg.hf_prob < 1.0:
-        raise ValueError(f"hf_prob must be in (0, 1), got {cfg.hf_prob}")
-    if cfg.grad_clip == 0:
-        raise ValueError(f"grad_clip must be > 0, got {cfg.grad_clip}")
-    if cfg.d_model % cfg.n_heads:
-        raise ValueError(f"d_model ({cfg.d_model}) must be divisible by n_heads ({cfg.n_heads})")
-    try:
-        device = torch.device(cfg.device)
-    except (RuntimeError, ValueError):
-        device = None
-    if device is None or device.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {cfg.device!r}")
+from nnqs.vmc.config import VMCConfig, check_run_limits, toy_config  # noqa: F401 (re-exported)
+from nnqs.vmc.selection import select_core, set_weights, unique_union
+from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 
 
 @dataclass
@@ -114,6 +41,7 @@ class StepResult:
     t_grad: float
     n_unique_connected: int = 0
     extra: dict = field(default_factory=dict)
+    core: torch.Tensor | None = None  # core mode: the re-selected core (M, n), when this step re-selected it
 
     @property
     def t_step(self) -> float:
@@ -210,17 +138,37 @@ def draw(wf, n_samples: int, generator, unique_max: int = 0) -> tuple[torch.Tens
     return configs, counts
 
 
+def working_set(
+    wf, cfg: VMCConfig, n_samples: int, generator, core: torch.Tensor | None, comm: SingleProcess,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, int]:
+    """The configurations a step works on ``(U, n)``, their weights ``(U,)`` (counts, or |psi|^2
+    renormalised on the set for ``selection = "core"``), log psi ``(U,)`` where it was computed
+    (core mode), and the number of samples drawn."""
+    if cfg.selection == "samples":
+        configs, counts = draw(wf, n_samples, generator, cfg.unique_max)
+        comm.check_same_samples(configs, counts)
+        return configs, counts, None, int(counts.sum())
+    samples, counts = draw(wf, n_samples, generator, cfg.core_samples)
+    comm.check_same_samples(samples, counts)
+    configs = samples if core is None else unique_union(core, samples)
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs, chunk_size=cfg.max_batch)
+    return configs, set_weights(log_psi), log_psi, int(counts.sum())
+
+
 def vmc_step(
     wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator, comm: SingleProcess = ONE_PROCESS,
+    core: torch.Tensor | None = None,
 ) -> StepResult:
-    """Sample, estimate, back-propagate, clip, update; return what was measured."""
+    """Sample (joined to the ``core`` in core mode), estimate, back-propagate, clip, update; in core
+    mode re-select the core every ``cfg.core_every`` steps (``result.core``); return what was measured."""
     t0 = time.perf_counter()
-    configs, counts = draw(wf, n_samples, generator, cfg.unique_max)
-    comm.check_same_samples(configs, counts)
+    configs, weights, log_psi, drawn = working_set(wf, cfg, n_samples, generator, core, comm)
+    estimator = cfg.estimator if cfg.selection == "samples" else "sample-space"  # core: the set's Rayleigh quotient
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
-        est, loss = energy_and_loss(wf, ham, configs, counts, cfg.estimator, cfg.max_batch, comm)
+        est, loss = energy_and_loss(wf, ham, configs, weights, estimator, cfg.max_batch, comm)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
         set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
@@ -231,10 +179,14 @@ def vmc_step(
     lr = opt.param_groups[0]["lr"]
     opt.step()
     sched.step()
+    new_core = None
+    if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
+        new_core = select_core(wf.log_psi, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch).configs
     t3 = time.perf_counter()
+    stderr = est.stderr if log_psi is None else 0.0  # core mode: a deterministic Rayleigh quotient of the set
     return StepResult(
-        step, est.energy, est.variance, est.stderr, int(counts.sum()), len(counts), lr, grad_norm,
-        t1 - t0, t2 - t1, t3 - t2, est.n_unique_connected,
+        step, est.energy, est.variance, stderr, drawn, len(configs), lr, grad_norm,
+        t1 - t0, t2 - t1, t3 - t2, est.n_unique_connected, core=new_core,
     )
 
 

@@ -1,0 +1,104 @@
+"""The VMC run configuration: one frozen dataclass, saved with every result and checkpoint.
+
+Defaults are what ``nnqs vmc`` runs with no flags: the selected-core optimisation
+(:mod:`nnqs.vmc.selection`) after supervised pretraining on a selected-CI vector
+(:mod:`nnqs.vmc.sci`, :func:`nnqs.vmc.pretrain.fit_to_vector`); ``selection = "samples"``
+and ``teacher = "mp1"`` give the plain sampled VMC with perturbative sign pretraining.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from nnqs.vmc.sr import SR_SHIFT
+from nnqs.vmc.wavefunction import HF_TARGET_PROB
+
+
+@dataclass(frozen=True)
+class VMCConfig:
+    """Everything that defines a VMC run (saved with every result and checkpoint)."""
+
+    steps: int = 200
+    samples: int = 10**12  # requested samples per step: cheap, the unique set is what costs (may adapt)
+    seed: int = 0
+    d_model: int = 32
+    n_layers: int = 2
+    n_heads: int = 4
+    phase_hidden: int = 64
+    hf_prob: float = HF_TARGET_PROB  # P(Hartree-Fock determinant) at initialisation
+    phase_pretrain: int = 300  # teacher "mp1": steps fitting the phase head to perturbative signs (0: off)
+    teacher: Literal["sci", "mp1"] = "sci"  # sci: supervised fit of modulus and sign to a selected-CI vector
+    teacher_threshold: float = 1e-4  # first-order amplitude that admits a configuration into the teacher's set
+    teacher_max: int = 4096  # most configurations in the teacher's set
+    pretrain_steps: int = 600  # Adam steps of the supervised fit (teacher "sci")
+    pretrain_lr: float = 1e-3
+    selection: Literal["core", "samples"] = "core"  # core: Rayleigh quotient on a selected core + fresh samples
+    core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core
+    core_max: int = 4096  # most configurations in the core
+    core_every: int = 5  # steps between re-selections of the core
+    core_samples: int = 512  # most unique fresh samples joined to the core each step
+    dtype: Literal["float32", "float64"] = "float64"
+    device: str = "cpu"
+    optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
+    lr: float = 0.05
+    lr_final: float | None = None  # where the cosine decay ends (default: lr / 10)
+    sr_shift: float = SR_SHIFT  # diagonal shift of the SR matrix, relative to its mean diagonal
+    warmup: int = 5
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    estimator: Literal["exact", "sample-space"] = "exact"
+    unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
+    unique_max: int = 2048  # quarter it while more are seen (0: off)
+    max_batch: int = 8192  # configurations per network call in the local energy
+    final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
+    checkpoint_every: int = 50
+    checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
+    threads: int = 0  # torch threads (0: leave torch's default)
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.lr <= 0 or (self.lr_final is not None and self.lr_final < 0):
+            raise ValueError("lr must be positive and lr_final non-negative")
+        check_run_limits(self)
+
+
+def toy_config(steps: int) -> VMCConfig:
+    """A tiny model and sample set: smoke tests of scripts in seconds, not accuracy."""
+    return VMCConfig(steps=steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4, unique_min=0,
+                     unique_max=64, final_samples=10**4)
+
+
+def check_run_limits(cfg: VMCConfig) -> None:
+    """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
+    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip", "pretrain_lr"):
+        if name == "lr_final" and cfg.lr_final is None:
+            continue
+        if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {getattr(cfg, name)}")
+    for name, low, high in (("phase_hidden", 1, 2**20), ("phase_pretrain", 0, 10**6), ("checkpoint_every", 1, 2**62), ("seed", 0, 2**63 - 1),
+                            ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
+                            ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53),
+                            ("checkpoint_seconds", 0, 10**9), ("teacher_max", 1, 2**24), ("pretrain_steps", 0, 10**6),
+                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_samples", 1, 2**24)):
+        if not low <= getattr(cfg, name) <= high:
+            raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
+    for name in ("teacher_threshold", "core_threshold"):
+        if not 0.0 < getattr(cfg, name) < 1.0:
+            raise ValueError(f"{name} must be in (0, 1), got {getattr(cfg, name)}")
+    if not 0.0 < cfg.hf_prob < 1.0:
+        raise ValueError(f"hf_prob must be in (0, 1), got {cfg.hf_prob}")
+    if cfg.grad_clip == 0:
+        raise ValueError(f"grad_clip must be > 0, got {cfg.grad_clip}")
+    if cfg.d_model % cfg.n_heads:
+        raise ValueError(f"d_model ({cfg.d_model}) must be divisible by n_heads ({cfg.n_heads})")
+    try:
+        device = torch.device(cfg.device)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {cfg.device!r}")

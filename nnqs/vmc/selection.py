@@ -1,0 +1,176 @@
+"""Deterministic selected-configuration optimisation: a core set grown by Hamiltonian connectivity.
+
+Sampling starves configurations of small weight: in N2 the quadruple excitations carry 3.4e-3
+of the exact weight, but a model that gives them 1e-7 never draws them, so neither the gradient
+nor SR sees them (``benchmarks/RESULTS.md``, "What stops N2"). Here a *core* set C of unique
+configurations is kept across steps and every step works on the working set S = C ∪ (fresh
+samples of the model, which reveal where the model puts weight that C misses):
+
+* weights ``p(x) = |psi(x)|^2 / sum_S |psi|^2`` (renormalised on S), no counts;
+* local energies restricted to S (``E_loc^S(x) = sum_{x' in S} H[x,x'] psi(x')/psi(x)``), so
+  ``E_S = sum_S p E_loc^S`` is the Rayleigh quotient of psi projected onto S: an upper bound of
+  the ground-state energy, and ``2 Re sum_S p (E_loc^S - E_S)^* d log psi`` its exact gradient;
+* the core is then re-selected (:func:`select_core`): every configuration of S or connected to
+  S whose amplitude ratio |psi(x)| / max_S |psi| is at least ``threshold`` (by default 1e-5:
+  an amplitude of 3e-4, weight 1e-7, passes), at most ``max_size`` of them, largest first.
+
+This follows the selected-configuration NQS of Li et al. (SC-NQS, JCTC 19, 8156, 2023) and
+the renormalised unique-set weights of Malyshev et al. (ANQS). Side numbers, never reported as
+the network's energy: :func:`pt2_correction` (Epstein-Nesbet second order over the external
+space of C) and :func:`subspace_energy` (H diagonalised on C, as NAQS's "VMC+FCI").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.keys import lookup, pack, unique_keys, unpack
+from nnqs.vmc.local_energy import LogPsiFn, evaluate_chunked, local_energy
+
+
+def unique_union(*sets: torch.Tensor) -> torch.Tensor:
+    """The distinct rows of the ``(M_i, n)`` token sets, sorted by packed key -> ``(U, n)``."""
+    tokens = torch.cat(sets)
+    uniq, _ = unique_keys(pack(tokens))
+    return unpack(uniq, tokens.shape[1])
+
+
+def set_weights(log_psi: torch.Tensor) -> torch.Tensor:
+    """``|psi|^2`` renormalised over the set: ``(U,)`` complex log psi -> ``(U,)`` float64 summing to 1."""
+    log_w = 2.0 * log_psi.detach().real.double()
+    return torch.softmax(log_w, dim=0)
+
+
+@dataclass
+class Selection:
+    """The re-selected core ``configs`` ``(M, n)`` and what the selection saw."""
+
+    configs: torch.Tensor
+    n_candidates: int  # distinct configurations of S and connected to S
+    n_evaluated: int  # connected configurations whose amplitude had to be computed
+
+
+def _connected_outside(ham: CompactHamiltonian, configs: torch.Tensor, chunk: int) -> torch.Tensor:
+    """Sorted unique packed keys ``(T, W)`` connected to ``configs`` (nonzero element) and not in it."""
+    own = unique_keys(pack(configs))[0]
+    found = []
+    for block in configs.split(chunk):
+        conn = ham.connections(block)
+        keys = conn.keys[conn.elements != 0]
+        uniq = unique_keys(keys)[0]
+        found.append(uniq[lookup(own, uniq) < 0])
+        if len(found) > 1:  # keep the running set small
+            found = [unique_keys(torch.cat(found))[0]]
+    if not found:
+        return own[:0]
+    return found[0]
+
+
+def select_core(
+    log_psi_fn: LogPsiFn, ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor,
+    threshold: float, max_size: int, max_batch: int = 8192,
+) -> Selection:
+    """Keep the configurations of ``configs`` ``(U, n)`` (amplitudes ``log_psi`` ``(U,)``) and of
+    their connected set whose ``|psi| / max |psi|`` over ``configs`` is at least ``threshold``;
+    at most ``max_size``, largest amplitude first -> :class:`Selection`."""
+    log_psi = log_psi.detach().to(torch.complex128)
+    chunk = max(1, 2**22 // max(1, ham.n_connected))
+    outside = _connected_outside(ham, configs, chunk)
+    tokens = unpack(outside, configs.shape[1]).to(configs.device)
+    log_out = evaluate_chunked(log_psi_fn, tokens, max_batch)
+    everything = torch.cat([configs, tokens])
+    log_amp = torch.cat([log_psi.real, log_out.real])
+    ceiling = float(log_psi.real.max())
+    keep = log_amp >= ceiling + float(np.log(threshold))
+    order = torch.argsort(log_amp[keep], descending=True)[:max_size]
+    return Selection(everything[keep][order], len(everything), len(tokens))
+
+
+def external_space(ham: CompactHamiltonian, configs: torch.Tensor, amplitudes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The configurations a outside ``configs`` ``(M, n)`` connected to it, as sorted unique packed
+    keys ``(T, W)``, and ``<a|H|c>`` ``(T,)`` complex128 for the vector ``amplitudes`` ``(M,)`` on the set."""
+    amplitudes = amplitudes.to(torch.complex128)
+    own = unique_keys(pack(configs))[0]
+    chunk = max(1, 2**22 // max(1, ham.n_connected))
+    keys_all, values_all = [own[:0]], [amplitudes[:0]]
+    for rows in torch.arange(len(configs), device=configs.device).split(chunk):
+        conn = ham.connections(configs[rows])
+        owner, k = torch.nonzero(conn.elements, as_tuple=True)
+        keys = conn.keys[owner, k]
+        outside = lookup(own, keys) < 0
+        keys_all.append(keys[outside])
+        values_all.append(conn.elements[owner, k][outside].to(torch.complex128) * amplitudes[rows][owner[outside]])
+        if len(keys_all) > 2:  # fold as we go: the external set, not the connection list, is kept
+            uniq, inverse = unique_keys(torch.cat(keys_all))
+            summed = torch.zeros(len(uniq), dtype=torch.complex128, device=uniq.device).index_add(0, inverse, torch.cat(values_all))
+            keys_all, values_all = [uniq], [summed]
+    uniq, inverse = unique_keys(torch.cat(keys_all))
+    return uniq, torch.zeros(len(uniq), dtype=torch.complex128, device=uniq.device).index_add(0, inverse, torch.cat(values_all))
+
+
+def normalised_amplitudes(log_psi: torch.Tensor) -> torch.Tensor:
+    """psi on the set, normalised to 1 there: ``(M,)`` complex log psi -> ``(M,)`` complex128."""
+    log_psi = log_psi.detach().to(torch.complex128)
+    amp = torch.exp(log_psi - log_psi.real.max())
+    return amp / amp.abs().pow(2).sum().sqrt()
+
+
+def pt2_correction(ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor, energy: float) -> float:
+    """Epstein-Nesbet second-order correction (Hartree) for the state psi restricted to ``configs``
+    ``(M, n)`` with variational energy ``energy`` (its Rayleigh quotient on the set):
+    ``sum_a |<a|H|psi_C>|^2 / (energy - H[a, a])`` over the configurations a outside the set."""
+    keys, numerator = external_space(ham, configs, normalised_amplitudes(log_psi))
+    if keys.shape[0] == 0:
+        return 0.0
+    h_aa = ham.diagonal(unpack(keys, configs.shape[1]))
+    return float((numerator.abs().pow(2) / (energy - h_aa)).sum())
+
+
+def set_hamiltonian(ham: CompactHamiltonian, configs: torch.Tensor):
+    """H restricted to ``configs`` ``(M, n)`` as a scipy CSR matrix ``(M, M)`` (rows in input order)."""
+    import scipy.sparse as sp
+
+    keys = pack(configs)
+    own, inverse = unique_keys(keys)
+    position = torch.empty(len(own), dtype=torch.long, device=keys.device)
+    position[inverse] = torch.arange(len(configs), device=keys.device)
+    rows, cols, vals = [], [], []
+    chunk = max(1, 2**22 // max(1, ham.n_connected))
+    for start in range(0, len(configs), chunk):
+        conn = ham.connections(configs[start : start + chunk])
+        owner, k = torch.nonzero(conn.elements, as_tuple=True)
+        slot = lookup(own, conn.keys[owner, k])
+        inside = slot >= 0
+        rows.append((owner[inside] + start).cpu())
+        cols.append(position[slot[inside]].cpu())
+        vals.append(conn.elements[owner, k][inside].cpu())
+        idx = torch.arange(start, start + len(conn.diagonal))
+        rows.append(idx), cols.append(idx), vals.append(conn.diagonal.cpu())
+    r, c, v = (torch.cat(x).numpy() for x in (rows, cols, vals))
+    return sp.csr_matrix((v, (r, c)), shape=(len(configs), len(configs)))
+
+
+def subspace_energy(ham: CompactHamiltonian, configs: torch.Tensor) -> float:
+    """Lowest eigenvalue (Hartree) of H diagonalised on the set ``configs`` ``(M, n)``: a variational
+    energy of the best vector on the set, not of the network."""
+    import scipy.sparse.linalg as sla
+
+    h = set_hamiltonian(ham, configs)
+    if h.shape[0] <= 64:
+        return float(np.linalg.eigvalsh(h.toarray())[0])
+    return float(sla.eigsh(h, k=1, which="SA", return_eigenvectors=False, tol=1e-10)[0])
+
+
+def core_energies(wf, ham: CompactHamiltonian, core: torch.Tensor, max_batch: int = 8192) -> dict:
+    """The side numbers of a core ``(M, n)``, each under its own name (Hartree): the network's Rayleigh
+    quotient on the core (``e_core``), plus its PT2 correction (``e_core_pt2``), and H diagonalised on
+    the core (``e_subspace``). None of them is the network's energy ``<psi|H|psi>``."""
+    with torch.no_grad():
+        log_psi = wf.log_psi(core, chunk_size=max_batch)
+        values = local_energy(wf.log_psi, ham, core, log_psi, "sample-space", max_batch).values
+    e_core = float((set_weights(log_psi) * values.real).sum())
+    return {"n_core": len(core), "e_core": e_core, "e_core_pt2": e_core + pt2_correction(ham, core, log_psi, e_core),
+            "e_subspace": subspace_energy(ham, core)}
