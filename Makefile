@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	$(BIN)/nnqs vmc LiH --steps 200 --out runs/LiH
+	$(BIN)/nnqs vmc LiH --out runs/LiH --overwrite
 
 test: setup
 	$(BIN)/python -m pytest -q

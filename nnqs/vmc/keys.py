@@ -35,7 +35,7 @@ def unpack(keys: torch.Tensor, n_orbitals: int) -> torch.Tensor:
     """``(B, W)`` keys -> ``(B, n)`` int64 tokens (inverse of :func:`pack`)."""
     shifts = 2 * torch.arange(ORBITALS_PER_WORD, device=keys.device)
     tokens = (keys.unsqueeze(-1) >> shifts) & 3  # (B, W, 31)
-    return tokens.reshape(keys.shape[0], -1)[:, :n_orbitals]
+    return tokens.reshape(keys.shape[0], keys.shape[1] * ORBITALS_PER_WORD)[:, :n_orbitals]  # also for 0 keys
 
 
 def unique_keys(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

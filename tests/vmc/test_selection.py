@@ -1,0 +1,159 @@
+"""The selected-core estimator, core selection, PT2, subspace energy and the selected-CI teacher,
+each held against a dense matrix over the whole sector (OpenFermion's JW matrix of random integrals)."""
+import numpy as np
+import pytest
+import torch
+from tests_support import full_index, openfermion_matrix, random_integrals, sector_tokens
+
+from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.local_energy import local_energy
+from nnqs.vmc.pretrain import fit_to_vector
+from nnqs.vmc.sci import selected_ci
+from nnqs.vmc.selection import pt2_correction, select_core, set_weights, subspace_energy, unique_union
+from nnqs.vmc.sr import per_sample_jacobian, sr_direction
+from nnqs.vmc.step import energy_and_loss, estimate
+from nnqs.vmc.wavefunction import TransformerWavefunction
+
+N, NA, NB = 5, 2, 2  # sector of 100 configurations
+
+
+@pytest.fixture(scope="module")
+def system():
+    h, g = random_integrals(N, seed=3)
+    ham = CompactHamiltonian(h, g, 0.7, NA, NB)
+    basis = sector_tokens(N, NA, NB)
+    full = openfermion_matrix(h, g, 0.7)
+    idx = full_index(basis)
+    dense = torch.as_tensor(full[idx][:, idx].toarray().real)  # (D, D) sector matrix, the oracle
+    return ham, basis, dense
+
+
+def rows_of(basis: torch.Tensor, configs: torch.Tensor) -> torch.Tensor:
+    index = {tuple(t): i for i, t in enumerate(basis.tolist())}
+    return torch.tensor([index[tuple(t)] for t in configs.tolist()])
+
+
+def spread_model(seed: int = 0) -> TransformerWavefunction:
+    torch.manual_seed(seed)
+    return TransformerWavefunction(N, NA, NB, d_model=8, n_layers=1, phase_hidden=8, hf_bias=0.0, dtype=torch.float64)
+
+
+def subset(basis: torch.Tensor, size: int, seed: int) -> torch.Tensor:
+    return basis[torch.randperm(len(basis), generator=torch.Generator().manual_seed(seed))[:size]]
+
+
+def model_on_subset(basis: torch.Tensor, model_seed: int, size: int, subset_seed: int):
+    """A spread model, a random subset of the sector, its rows in the basis and its log psi."""
+    wf = spread_model(model_seed)
+    configs = unique_union(subset(basis, size, subset_seed))
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs)
+    return wf, configs, rows_of(basis, configs), log_psi
+
+
+def test_set_energy_and_gradient_are_the_rayleigh_quotient(system):
+    ham, basis, dense = system
+    wf = spread_model()
+    configs = unique_union(subset(basis, 40, 1))
+    rows = rows_of(basis, configs)
+    with torch.no_grad():
+        weights = set_weights(wf.log_psi(configs))
+    est, loss = energy_and_loss(wf, ham, configs, weights, "sample-space")
+    loss.backward()
+    ours = torch.cat([p.grad.flatten() for p in wf.parameters()])
+    wf.zero_grad()
+    psi = torch.exp(wf.log_psi(configs))  # the oracle: c^H H_SS c / c^H c, differentiated by autograd
+    h_ss = dense[rows][:, rows].to(torch.complex128)
+    rayleigh = ((psi.conj() @ h_ss @ psi) / (psi.conj() @ psi)).real
+    rayleigh.backward()
+    oracle = torch.cat([p.grad.flatten() for p in wf.parameters()])
+    assert est.energy == pytest.approx(float(rayleigh.detach()), abs=1e-10)
+    assert torch.allclose(ours, oracle, atol=1e-9, rtol=1e-7)
+    assert float(rayleigh.detach()) >= float(torch.linalg.eigvalsh(dense)[0]) - 1e-12  # variational
+
+
+def test_sr_direction_on_the_set_solves_the_dense_metric(system):
+    ham, basis, _ = system
+    wf = spread_model(1)
+    configs = unique_union(subset(basis, 30, 2))
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs)
+    weights = set_weights(log_psi)
+    est = estimate(local_energy(wf.log_psi, ham, configs, log_psi, "sample-space").values, weights)
+    jac = per_sample_jacobian(wf, configs)
+    shift = 1e-3
+    ours = sr_direction(jac, est.local_energies, weights, est.energy, shift)
+    centred = weights.sqrt().unsqueeze(1) * (jac - (weights.unsqueeze(1) * jac).sum(0))
+    eps = weights.sqrt() * (est.local_energies - est.energy)
+    x = torch.cat([centred.real, centred.imag])  # (2U, P): S = X^T X, force X^T e
+    e = torch.cat([eps.real, eps.imag])
+    lam = shift * float(torch.diagonal(x @ x.T).mean()) + 1e-12
+    oracle = torch.linalg.solve(x.T @ x + lam * torch.eye(x.shape[1], dtype=x.dtype), x.T @ e)
+    assert torch.allclose(ours, oracle, atol=1e-7 * float(oracle.abs().max()))
+
+
+def test_select_core_matches_brute_force(system):
+    ham, basis, dense = system
+    wf, configs, rows, log_psi = model_on_subset(basis, 2, 12, 3)
+    with torch.no_grad():
+        amp_all = wf.log_psi(basis).real
+    threshold = 0.3
+    chosen = select_core(wf.log_psi, ham, configs, log_psi, threshold, max_size=1000).configs
+    connected = (dense[rows] != 0).any(0)
+    connected[rows] = True
+    keep = connected & (amp_all >= float(log_psi.real.max()) + np.log(threshold))
+    assert sorted(map(tuple, chosen.tolist())) == sorted(map(tuple, basis[keep].tolist()))
+    capped = select_core(wf.log_psi, ham, configs, log_psi, threshold, max_size=3).configs
+    top = torch.argsort(amp_all.masked_fill(~keep, -np.inf), descending=True)[:3]
+    assert sorted(map(tuple, capped.tolist())) == sorted(map(tuple, basis[top].tolist()))
+
+
+def test_pt2_and_subspace_energy_match_dense_sums(system):
+    ham, basis, dense = system
+    wf, configs, rows, log_psi = model_on_subset(basis, 3, 25, 4)
+    c = torch.exp(log_psi.to(torch.complex128))
+    c = c / c.abs().pow(2).sum().sqrt()
+    h = dense.to(torch.complex128)
+    energy = float((c.conj() @ h[rows][:, rows] @ c).real)
+    outside = torch.ones(len(basis), dtype=torch.bool)
+    outside[rows] = False
+    coupling = h[outside][:, rows] @ c  # <a|H|psi_C> for every a outside
+    oracle = float((coupling.abs().pow(2) / (energy - dense.diagonal()[outside])).sum())
+    assert pt2_correction(ham, configs, log_psi, energy) == pytest.approx(oracle, rel=1e-10, abs=1e-12)
+    assert subspace_energy(ham, configs) == pytest.approx(float(torch.linalg.eigvalsh(dense[rows][:, rows])[0]), abs=1e-10)
+
+
+def test_selected_ci_is_the_set_eigenvector_and_reaches_the_ground_state(system):
+    ham, basis, dense = system
+    hf = torch.tensor([[3, 3, 0, 0, 0]])
+    loose = selected_ci(ham, hf, threshold=0.05, max_size=1000)
+    rows = rows_of(basis, loose.configs)
+    assert loose.energy == pytest.approx(float(torch.linalg.eigvalsh(dense[rows][:, rows])[0]), abs=1e-10)
+    residual = dense[rows][:, rows] @ loose.coefficients - loose.energy * loose.coefficients
+    assert float(residual.abs().max()) < 1e-6 and float(loose.coefficients.norm()) == pytest.approx(1.0)
+    tight = selected_ci(ham, hf, threshold=1e-8, max_size=1000)
+    assert tight.energy == pytest.approx(float(torch.linalg.eigvalsh(dense)[0]), abs=1e-8)
+    assert len(loose.configs) < len(tight.configs) <= len(basis)
+
+
+def test_fit_to_vector_learns_modulus_and_sign(system):
+    ham, basis, _ = system
+    target = selected_ci(ham, torch.tensor([[3, 3, 0, 0, 0]]), threshold=1e-3, max_size=1000)
+    wf = spread_model(4)
+
+    def overlap() -> float:
+        with torch.no_grad():
+            return float((target.coefficients.to(torch.complex128) * torch.exp(wf.log_psi(target.configs))).sum().abs() ** 2)
+
+    before = overlap()
+    fit_to_vector(wf, target.configs, target.coefficients, steps=300, lr=1e-2)
+    assert before < 0.9 < overlap()
+
+
+def test_select_core_when_the_set_is_the_whole_sector(system):
+    ham, basis, _ = system
+    wf = spread_model(5)
+    with torch.no_grad():
+        log_psi = wf.log_psi(basis)
+    chosen = select_core(wf.log_psi, ham, basis, log_psi, 1e-9, max_size=1000)
+    assert chosen.n_evaluated == 0 and len(chosen.configs) == len(basis)
