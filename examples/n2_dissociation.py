@@ -2,7 +2,8 @@
 
     python examples/n2_dissociation.py [--out runs/n2_curve] [--bonds 1.1 1.4 ...]
 
-Each bond length is an independent ``nnqs vmc`` run with the default settings (no warm
+Rows already in --out/curve.json at other bond lengths are kept, so a curve can be
+built in parts. Each bond length is an independent ``nnqs vmc`` run with the default settings (no warm
 start, nothing tuned per geometry). Writes --out/curve.json and --out/curve.png (energies,
 and errors against FCI on a log scale with the chemical-accuracy band).
 """
@@ -46,6 +47,13 @@ def plot(path: Path, rows: list[dict]) -> None:
     fig.savefig(path, dpi=110)
 
 
+def earlier_rows(path: Path, bonds: list[float]) -> list[dict]:
+    """Rows of an earlier curve in the same folder at other bond lengths (a curve can be built in parts)."""
+    if not path.is_file():
+        return []
+    return [row for row in json.loads(path.read_text()) if all(abs(row["bond"] - b) > 1e-9 for b in bonds)]
+
+
 def config(args: argparse.Namespace) -> VMCConfig:
     if args.quick:
         return toy_config(args.steps or 5)
@@ -60,12 +68,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tiny model and sample set (smoke test)")
     args = parser.parse_args()
     out = Path(args.out)
-    rows = []
+    rows = earlier_rows(out / "curve.json", args.bonds)
     for bond in args.bonds:
         spec = MoleculeSpec(name=f"N2_{bond:.4f}", atom=f"N 0 0 0; N 0 0 {bond}")
         run_dir = out / f"r{bond:.4f}"
         result = run_molecule(spec, config(args), run_dir, overwrite=True, progress=False)  # a rerun replaces
-        rows.append({"bond": bond, **result})
+        rows = sorted(rows + [{"bond": bond, **result}], key=lambda row: row["bond"])
         print(f"r = {bond:.4f} A  VMC {result['energy']:.6f}  FCI {result['e_exact']:.6f}  "
               f"error {result['error_mha']:+.3f} mHa  ({result['wall_s']:.0f} s)", flush=True)
         (out / "curve.json").write_text(json.dumps(rows, indent=2) + "\n")  # kept current: a long run never loses points

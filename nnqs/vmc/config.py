@@ -69,7 +69,7 @@ class VMCConfig:
 
 def toy_config(steps: int) -> VMCConfig:
     """A tiny model and sample set: smoke tests of scripts in seconds, not accuracy."""
-    return VMCConfig(steps=steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4, unique_min=0,
+    return VMCConfig(steps=steps, d_model=8, n_layers=1, phase_hidden=8, samples=10**4, unique_min=0, pretrain_steps=20,
                      unique_max=64, final_samples=10**4)
 
 

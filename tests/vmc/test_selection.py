@@ -157,3 +157,20 @@ def test_select_core_when_the_set_is_the_whole_sector(system):
         log_psi = wf.log_psi(basis)
     chosen = select_core(wf.log_psi, ham, basis, log_psi, 1e-9, max_size=1000)
     assert chosen.n_evaluated == 0 and len(chosen.configs) == len(basis)
+
+
+def test_default_pipeline_on_lih_reaches_chemical_accuracy_with_ordered_side_numbers(tmp_path):
+    """Teacher, fit and core VMC end to end (a small model, few steps); the side numbers obey
+    E_core >= E_subspace >= E_FCI (Rayleigh quotients on the core), and none is the reported energy."""
+    from hamiltonians import get_spec
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.run import run_molecule
+    from tests_support import pyscf_references
+
+    cfg = VMCConfig(steps=20, d_model=16, n_layers=1, phase_hidden=16, pretrain_steps=300, threads=1)
+    r = run_molecule(get_spec("LiH"), cfg, tmp_path / "run", progress=False)
+    e_fci = pyscf_references("LiH")["exact (fci)"]
+    assert abs(r["e_exact"] - e_fci) < 1e-8
+    assert abs(r["energy"] - e_fci) < 1.6e-3 and r["energy"] > e_fci - 3 * r["energy_stderr"] - 1e-9
+    assert r["e_core"] >= r["e_subspace"] - 1e-10 >= e_fci - 2e-10
+    assert r["e_teacher_sci"] >= e_fci - 1e-10 and 1 < r["n_core"] <= cfg.core_max
