@@ -89,14 +89,17 @@ def test_sr_direction_equals_dense_parameter_space_solve(separate_phase):
     torch.testing.assert_close(direction, dense, atol=1e-9, rtol=1e-7)
 
 
-def test_h2_end_to_end_reaches_fci():
+@pytest.mark.parametrize("selection, lr", [("samples", 0.1), ("core", 0.1)])
+def test_h2_end_to_end_reaches_fci(selection, lr):
     ham = build_hamiltonian(get_spec("H2"))
     e_fci = exact_energy(ham)
-    cfg = VMCConfig(steps=150)
+    cfg = VMCConfig(steps=150, selection=selection, lr=lr)
     torch.manual_seed(0)
     wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model,
                                  n_layers=cfg.n_layers, phase_hidden=cfg.phase_hidden, dtype=torch.float64)
     state = new_state(wf, cfg)
+    if selection == "core":
+        state.core = wf.hf_config().unsqueeze(0)  # the core mode's start without a teacher
     compact = CompactHamiltonian.from_molecular(ham)
     results = run_vmc(state, compact, cfg)
     assert len(results) == 150
