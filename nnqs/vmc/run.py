@@ -143,14 +143,10 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     if data is not None:
         restore_state(data, state, folder.checkpoint)
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
-    teacher = {}
-    if init_model is None and data is None:
-        teacher = pretrain(wf, compact, cfg, progress and comm.is_root)
+    teacher = pretrain(wf, compact, cfg, progress and comm.is_root) if init_model is None and data is None else {}
+    seed = teacher.pop("configs", None)
     if cfg.selection == "core" and state.core is None:
-        state.core = teacher.pop("configs", None)
-        if state.core is None:
-            state.core = wf.hf_config().unsqueeze(0)
-    teacher.pop("configs", None)
+        state.core = seed if seed is not None else wf.hf_config().unsqueeze(0)
     history, callbacks, save = None, [], None
     if comm.is_root:
         if resume:  # after the checks: a refused resume leaves config.toml as it was
