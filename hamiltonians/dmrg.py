@@ -32,6 +32,7 @@ import numpy as np
 from hamiltonians.errors import InputError
 from hamiltonians.molecular import MolecularHamiltonian
 from hamiltonians.sizes import DMRG_DEFAULT_BOND_DIM as DEFAULT_BOND_DIM
+from hamiltonians.sizes import dmrg_cost
 SCHEDULE_VERSION = 1
 INSTALL_HINT = ("--method dmrg needs block2, an optional extra: pip install -e '.[dmrg]' "
                 "(or pip install block2)")
@@ -177,13 +178,18 @@ def _driver_and_state(ham: MolecularHamiltonian, settings: DmrgSettings, threads
 
 
 def dmrg_energy(ham: MolecularHamiltonian, settings: DmrgSettings = DmrgSettings(), threads: int | None = None,
-                progress: Callable[[Sweep], None] | None = None, stack_bytes: int = 1 << 30) -> DmrgResult:
+                progress: Callable[[Sweep], None] | None = None, stack_bytes: int | None = None) -> DmrgResult:
     """Ground-state energy of ``ham``'s N and spin S by two-site SU(2) DMRG with the fixed schedule.
 
-    ``progress`` is called after each sweep. Scratch files go to a temporary folder (under
-    $TMPDIR), removed at the end. MissingBlock2 if block2 is not installed.
+    ``threads``: block2's threads (default :func:`resolve_threads`; MKL inside block2 gets 1, so
+    nothing is nested). ``progress`` is called after each sweep. ``stack_bytes``: block2's stack for
+    renormalized operators (default the estimate of :func:`hamiltonians.sizes.dmrg_cost`, at least
+    1 GiB). Scratch files go to a temporary folder (under $TMPDIR), removed at the end.
+    MissingBlock2 if block2 is not installed.
     """
     start = time.perf_counter()
+    if stack_bytes is None:
+        stack_bytes = max(1 << 30, dmrg_cost(ham.n_orbitals, settings.bond_dim)[0])
     n_threads = resolve_threads(threads)
     plan = schedule(settings.bond_dim)
     done: list[Sweep] = []

@@ -39,7 +39,7 @@ def test_geometries_match_their_cited_values():
 
 def test_minimal_basis_size_counts_sto3g_functions():
     # STO-3G: one 1s function per H/He, 1s 2s 2p (5) per Li-Ne; by hand, not by PySCF.
-    expected = {"H2": 2, "LiH": 6, "BeH2": 7, "H2O": 7, "NH3": 8, "CH4": 9, "N2": 10, "HF": 6, "CO": 10}
+    expected = {"H2": 2, "LiH": 6, "BeH2": 7, "H2O": 7, "NH3": 8, "CH4": 9, "N2": 10, "HF": 6, "CO": 10, "C2": 10}
     assert {name: minimal_basis_size(entry.atom) for name, entry in CATALOG.items()} == expected
 
 
