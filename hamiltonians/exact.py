@@ -19,7 +19,7 @@ from hamiltonians.sizes import ED_MAX_BYTES, ED_MAX_DIM, FCI_MAX_DIM, Size, chec
 __all__ = ["ED_MAX_BYTES", "ED_MAX_DIM", "FCI_MAX_DIM", "METHODS", "check_size", "ed_energy", "ed_memory_bytes",
            "exact_energy", "fci_energy"]
 
-METHODS = ("fci", "ed")
+METHODS = ("fci", "ed", "dmrg")
 _DENSE_MAX_DIM = 2000
 _SPIN_TOL = 1e-5
 
@@ -82,6 +82,11 @@ def ed_energy(ham: MolecularHamiltonian) -> float:
 
 
 def exact_energy(ham: MolecularHamiltonian, method: str = "fci") -> float:
-    """Exact ground energy (Hartree) of ``ham``'s sector and spin by ``fci`` or ``ed``."""
+    """Exact ground energy (Hartree) of ``ham``'s sector and spin by ``fci``, ``ed`` or ``dmrg``
+    (block2 at the default bond dimension, extrapolated to zero discarded weight; :mod:`hamiltonians.dmrg`)."""
     check_size(ham, method)
+    if method == "dmrg":
+        from hamiltonians.dmrg import dmrg_energy
+
+        return dmrg_energy(ham).energy_extrapolated
     return fci_energy(ham) if method == "fci" else ed_energy(ham)

@@ -5,7 +5,8 @@ built Mole, or an FCIDUMP header's NORB), the electrons and the active space. Fr
 them come the sector dimension (binomials), the memory of the dense integrals and
 of each exact method, and a rough time. Times are orders of magnitude on one core
 of a small machine (constants measured on benzene/6-31G, H2O/aug-cc-pVTZ and N2
-FCI/ED); memory figures are peak estimates. Nothing here imports PySCF.
+FCI/ED; DMRG on H2O/6-31G and N2/6-31G); memory figures are peak estimates. Nothing here
+imports PySCF or block2.
 """
 from __future__ import annotations
 
@@ -26,7 +27,13 @@ _FCI_VECTORS = 30           # Davidson space and work vectors held by PySCF's FC
 _FCI_S_PER_ELEMENT = 3e-7   # per determinant and single excitation, all iterations
 _ED_BYTES_PER_ELEMENT = 40  # COO triplets and the CSR copy of one matrix element
 _ED_S_PER_ELEMENT = 1.5e-7
-LARGE_WAY_OUT = "use a smaller --active ORBITALS ELECTRONS space, or nnqs vmc (there is no --method dmrg yet)"
+DMRG_DEFAULT_BOND_DIM = 500
+DMRG_MAX_ORBITALS = 100
+DMRG_MAX_BYTES = 16 * 2**30
+_DMRG_S_PER_N3M3 = 5e-10    # the whole 12-sweep schedule of hamiltonians.dmrg, per n_orbitals**3 * M**3
+_DMRG_BYTES_PER_N2M2 = 16   # renormalized operators of one block, per n_orbitals**2 * M**2
+_DMRG_BASE_BYTES = 2**30    # block2's stack (1 GiB at least), the MPO and the integrals
+LARGE_WAY_OUT = "use a smaller --active ORBITALS ELECTRONS space, or nnqs vmc"
 
 
 def _times(factor: float, n: int) -> float | int:
@@ -121,6 +128,38 @@ class Size:
         return f"the N_alpha/N_beta sector has {count(self.sector_dim)} determinants ({q} qubits)"
 
 
+def dmrg_cost(n_orbitals: int, bond_dim: int) -> tuple[int, float]:
+    """(peak bytes, seconds) of the DMRG schedule at bond dimension ``bond_dim`` on ``n_orbitals`` sites.
+
+    M is capped at 4**(n/2), the states of half the chain, beyond which a larger M changes nothing.
+    """
+    m = min(bond_dim, 4 ** (n_orbitals // 2))
+    n_bytes = _DMRG_BASE_BYTES + 8 * n_orbitals ** 4 + _DMRG_BYTES_PER_N2M2 * n_orbitals ** 2 * m ** 2
+    return n_bytes, _DMRG_S_PER_N3M3 * n_orbitals ** 3 * m ** 3
+
+
+def check_dmrg(size: Size, bond_dim: int) -> None:
+    """InputError if DMRG at ``bond_dim`` is refused: too many orbitals, or too much memory."""
+    n = size.n_orbitals
+    n_bytes, seconds = dmrg_cost(n, bond_dim)
+    if n > DMRG_MAX_ORBITALS:
+        raise InputError(f"{size.what}: {n} orbitals are too many for --method dmrg (limit {DMRG_MAX_ORBITALS}); "
+                         "use an --active ORBITALS ELECTRONS space")
+    if n_bytes > DMRG_MAX_BYTES:
+        raise InputError(f"{size.what}: --method dmrg at --bond-dim {bond_dim} on {n} orbitals would need "
+                         f"{gib(n_bytes)} and {duration(seconds)} (limit {gib(DMRG_MAX_BYTES)}); "
+                         "use a smaller --bond-dim or --active space")
+
+
+def beyond_fci_way_out(size: Size) -> str:
+    """The way out of an FCI/ED refusal: --method dmrg with its cost where it fits, else a smaller space or VMC."""
+    n_bytes, seconds = dmrg_cost(size.n_orbitals, DMRG_DEFAULT_BOND_DIM)
+    if size.n_orbitals <= DMRG_MAX_ORBITALS and n_bytes <= DMRG_MAX_BYTES:
+        return (f"use --method dmrg ({gib(n_bytes)}, {duration(seconds)} at --bond-dim {DMRG_DEFAULT_BOND_DIM}), "
+                f"{LARGE_WAY_OUT.removeprefix('use ')}")
+    return LARGE_WAY_OUT
+
+
 def ed_memory_bytes(n_orbitals: int, n_alpha: int, n_beta: int) -> int:
     """Rough peak memory (bytes) of building the sparse sector matrix for ED."""
     return Size("", n_orbitals, n_orbitals, n_alpha, n_beta).method_cost("ed")[0]
@@ -141,9 +180,13 @@ def check_integrals(size: Size) -> None:
 
 
 def check_method(size: Size, method: str) -> None:
-    """InputError if the exact ``method`` ('fci' or 'ed') cannot handle the sector; names a way out that fits."""
+    """InputError if the exact ``method`` ('fci', 'ed'; 'dmrg' at its default bond dimension) cannot handle
+    the sector; names a way out that fits."""
+    if method == "dmrg":
+        check_dmrg(size, DMRG_DEFAULT_BOND_DIM)
+        return
     if method not in ("fci", "ed"):
-        raise InputError(f"unknown exact method {method!r}; choose one of fci, ed")
+        raise InputError(f"unknown exact method {method!r}; choose one of fci, ed, dmrg")
     dim = size.sector_dim
     fci_bytes, fci_seconds = size.method_cost("fci")
     fci_fits = dim <= FCI_MAX_DIM
@@ -152,10 +195,10 @@ def check_method(size: Size, method: str) -> None:
         if dim <= ED_MAX_DIM and ed_bytes <= ED_MAX_BYTES:
             return
         way_out = (f"use --method fci ({gib(fci_bytes)}, {duration(fci_seconds)}), an --active space or nnqs vmc"
-                   if fci_fits else f"--method fci is over its limit ({count(FCI_MAX_DIM)}) too; {LARGE_WAY_OUT}")
+                   if fci_fits else f"--method fci is over its limit ({count(FCI_MAX_DIM)}) too; {beyond_fci_way_out(size)}")
         raise InputError(f"{size.what}: {size.describe_sector()} and --method ed would need {gib(ed_bytes)} and "
                          f"{duration(ed_seconds)}, too large for --method ed (limits {count(ED_MAX_DIM)} "
                          f"determinants, {gib(ED_MAX_BYTES)}); {way_out}")
     if not fci_fits:
         raise InputError(f"{size.what}: {size.describe_sector()}, too large for --method fci ({gib(fci_bytes)}, "
-                         f"{duration(fci_seconds)}; limit {count(FCI_MAX_DIM)}); {LARGE_WAY_OUT}")
+                         f"{duration(fci_seconds)}; limit {count(FCI_MAX_DIM)}); {beyond_fci_way_out(size)}")

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from hamiltonians import CATALOG, exact_references
 from hamiltonians.catalog import minimal_basis_size
+from hamiltonians.dmrg import DmrgSettings, format_sweep
+from hamiltonians.sizes import DMRG_DEFAULT_BOND_DIM
 from hamiltonians.references import References
 from hamiltonians.spec import electron_count
 from nnqs.cli.molecule_args import add_molecule_arguments, spec_from_args
@@ -14,11 +17,18 @@ from nnqs.cli.molecule_args import add_molecule_arguments, spec_from_args
 def register(subparsers) -> None:
     """Add the `exact` and `molecules` subcommands."""
     exact = subparsers.add_parser("exact", help="HF, CCSD, CCSD(T) and exact energies of a molecule",
-                                  description="HF, CCSD, CCSD(T) and exact (FCI or sparse ED) energies, "
+                                  description="HF, CCSD, CCSD(T) and exact (FCI, sparse ED or DMRG) energies, "
                                               "in Hartree, of a molecule or FCIDUMP file.")
     add_molecule_arguments(exact)
-    exact.add_argument("--method", choices=("fci", "ed"), default="fci",
-                       help="exact solver: PySCF FCI (default) or sparse ED of the qubit Hamiltonian")
+    exact.add_argument("--method", choices=("fci", "ed", "dmrg"), default="fci",
+                       help="exact solver: PySCF FCI (default), sparse ED of the qubit Hamiltonian, or DMRG "
+                            "(block2, optional extra: pip install -e '.[dmrg]') beyond FCI's reach")
+    dmrg = exact.add_argument_group("dmrg")
+    dmrg.add_argument("--bond-dim", type=int, default=DMRG_DEFAULT_BOND_DIM, metavar="M",
+                      help=f"largest DMRG bond dimension (default {DMRG_DEFAULT_BOND_DIM}); 12 sweeps at "
+                           "M/4, M/2, M, then 3M/4 and M/2 for the extrapolation to zero discarded weight")
+    dmrg.add_argument("--no-reorder", action="store_true", help="keep the orbital order (default: Fiedler order)")
+    dmrg.add_argument("--threads", type=int, metavar="N", help="DMRG threads (default $OMP_NUM_THREADS, else all CPUs)")
     exact.add_argument("--no-cache", action="store_true", help="recompute instead of using the cache")
     exact.add_argument("--json", action="store_true", help="print one JSON object")
     exact.set_defaults(func=run_exact)
@@ -32,8 +42,10 @@ def _energy_rows(refs: References) -> list[str]:
     e_hf, e_exact = refs.e_hf, refs.e_exact
     corr = None if e_hf is None else e_exact - e_hf
     rows = [f"{'':14}{'energy / Ha':>16}{'E - E_HF / mHa':>17}{'correlation':>13}"]
-    label_exact = f"exact ({refs.method})"
-    for label, energy in (("HF", e_hf), ("CCSD", refs.e_ccsd), ("CCSD(T)", refs.e_ccsd_t), (label_exact, e_exact)):
+    rows_exact = [(f"exact ({refs.method})", e_exact)]
+    if refs.dmrg is not None:
+        rows_exact = [(f"DMRG M={refs.dmrg['bond_dim']}", refs.dmrg["energy"]), ("DMRG extrap.", e_exact)]
+    for label, energy in (("HF", e_hf), ("CCSD", refs.e_ccsd), ("CCSD(T)", refs.e_ccsd_t), *rows_exact):
         if energy is None:
             rows.append(f"{label:14}{'n/a':>16}")
             continue
@@ -46,19 +58,37 @@ def _energy_rows(refs: References) -> list[str]:
     return rows
 
 
+def _dmrg_rows(refs: References) -> list[str]:
+    """The DMRG fit and its settings, or nothing for another method."""
+    if refs.dmrg is None:
+        return []
+    d = refs.dmrg
+    fit = ", ".join(f"M={m}: {e:.8f} (dw {w:.1e})" for m, w, e in d["fit"])
+    return [f"DMRG     extrapolation error |E(M={d['bond_dim']}) - E(dw=0)| = {1000 * d['extrapolation_error']:.4f} mHa",
+            f"         fit E = E0 + a*dw over {fit}",
+            f"         schedule {d['schedule']}; {'Fiedler' if d['reorder'] else 'given'} orbital order, "
+            f"{d['threads']} thread(s), {d['wall_s']:.1f} s", ""]
+
+
 def format_references(refs: References) -> str:
     """Human-readable table of a References object."""
     lines = [f"system   {refs.description}, {refs.reference} orbitals",
              f"sizes    {refs.n_orbitals} spatial orbitals, {refs.n_qubits} qubits, N_alpha={refs.n_alpha}, "
              f"N_beta={refs.n_beta}, sector dimension {refs.sector_dim:,}",
-             "", *_energy_rows(refs), "",
+             "", *_energy_rows(refs), "", *_dmrg_rows(refs),
              f"wall time {refs.wall_s:.2f} s" + (" (from cache)" if refs.from_cache else "")]
     return "\n".join(lines)
 
 
 def run_exact(args: argparse.Namespace) -> int:
     """`nnqs exact`: print the reference energies of the requested system."""
-    refs = exact_references(spec_from_args(args), method=args.method, cache=not args.no_cache)
+    spec = spec_from_args(args)
+    if args.method == "dmrg":
+        progress = None if args.json else (lambda step: print(format_sweep(step), file=sys.stderr, flush=True))
+        refs = exact_references(spec, method="dmrg", cache=not args.no_cache, threads=args.threads, progress=progress,
+                                dmrg=DmrgSettings(bond_dim=args.bond_dim, reorder=not args.no_reorder))
+    else:
+        refs = exact_references(spec, method=args.method, cache=not args.no_cache)
     print(json.dumps(refs.to_dict()) if args.json else format_references(refs))
     return 0
 

@@ -59,7 +59,8 @@ def test_molecules(capsys):
     (["exact", "H2O", "--active", "20", "4"], "do not fit"),
     (["exact", "--fcidump", "/no/such/file"], "does not exist"),
     (["exact", "H2O", "--basis", "6-31g", "--method", "ed"], "1,656,369 determinants"),
-    (["exact", "H2", "--method", "dmrg"], "invalid choice"),
+    (["exact", "H2", "--method", "selected-ci"], "invalid choice"),
+    (["exact", "H2", "--method", "dmrg", "--bond-dim", "2"], "--bond-dim 2: use at least 8"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     try:

@@ -56,4 +56,4 @@ def test_too_large_systems_get_a_clear_error():
     with pytest.raises(InputError, match=r"determinants.*nnqs vmc"):
         exact_energy(_fake(40, 10, 10), "fci")
     with pytest.raises(InputError, match="unknown exact method"):
-        check_size(_fake(2, 1, 1), "dmrg")
+        check_size(_fake(2, 1, 1), "selected-ci")
