@@ -1,4 +1,6 @@
-"""The two arithmetic language models, both built on the shared :class:`TransformerCore`.
+"""The arithmetic language models, all built on the shared :class:`TransformerCore`.
+
+(The third, the encoder-only masked LM, is :class:`nnqs.lm.encoder_lm.EncoderLM`.)
 
 * :class:`DecoderLM` (decoder-only, the default): one causal sequence
   ``<user> question <assistant> answer``. The loss mask is 0 on the user turn
@@ -33,7 +35,7 @@ from nnqs.nn import CoreConfig, KVCache, TransformerCore
 class ModelConfig:
     """Hyperparameters of an arithmetic LM (saved in its checkpoint)."""
 
-    arch: Literal["decoder", "seq2seq"] = "decoder"
+    arch: Literal["decoder", "seq2seq", "encoder"] = "decoder"
     d_model: int = 64
     n_layers: int = 2
     n_heads: int = 4
@@ -205,11 +207,15 @@ class Seq2SeqLM(nn.Module):
         return self.decode(answer_prefix, self.encode(questions))[:, -1]
 
 
-ArithmeticLM = DecoderLM | Seq2SeqLM
+ArithmeticLM = DecoderLM | Seq2SeqLM  # or nnqs.lm.encoder_lm.EncoderLM (imported lazily by build_model)
 
 
 def build_model(cfg: ModelConfig) -> ArithmeticLM:
-    """The model named by ``cfg.arch``."""
+    """The model named by ``cfg.arch`` (``encoder``: :class:`nnqs.lm.encoder_lm.EncoderLM`)."""
+    if cfg.arch == "encoder":
+        from nnqs.lm.encoder_lm import EncoderLM
+
+        return EncoderLM(cfg)
     return DecoderLM(cfg) if cfg.arch == "decoder" else Seq2SeqLM(cfg)
 
 

@@ -38,7 +38,7 @@ VAL_SEED_OFFSET = 1_000_003
 class TrainConfig:
     """One LM training run (saved as ``config.toml`` and in the checkpoint)."""
 
-    arch: Literal["decoder", "seq2seq"] = "decoder"
+    arch: Literal["decoder", "seq2seq", "encoder"] = "decoder"
     data: str | None = None  # a training file in the A5 format; None: generate train_size pairs
     train_size: int = 5000
     val_size: int = 2000
@@ -60,6 +60,8 @@ class TrainConfig:
     checkpoint_every: int = 250
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
     threads: int = 0  # torch threads (0: leave torch's default)
+    answer_mask_prob: float = 0.5  # encoder only: the share of rows whose answer slots are all masked
+    target_exact: float = 1.0  # stop once validation exact match >= this at two evaluations in a row (0: off)
 
     def __post_init__(self) -> None:
         positive = ("train_size", "val_size", "steps", "batch_size", "d_model", "n_layers", "n_heads", "eval_every",
@@ -78,6 +80,8 @@ class TrainConfig:
             ("warmup_steps", self.warmup_steps >= 0, ">= 0"),
             ("d_ff", self.d_ff is None or self.d_ff >= 1, ">= 1"),
             ("checkpoint_seconds", 0 <= self.checkpoint_seconds <= 10**9, "in 0..1e9"),
+            ("target_exact", 0 <= self.target_exact <= 1, "in 0..1 (0: off)"),
+            ("answer_mask_prob", 0 <= self.answer_mask_prob <= 1, "in 0..1"),
         ):
             if not ok:
                 raise ValueError(f"{name} must be {rule}, got {getattr(self, name)}")
@@ -148,9 +152,15 @@ class BatchSampler:
         self.order, self.position = state["order"], int(state["position"])
 
 
-def train_step(model: ArithmeticLM, opt: torch.optim.Optimizer, batch: Batch, grad_clip: float) -> tuple[float, float]:
-    """One teacher-forced step at the optimizer's current rate; returns (loss, gradient norm before clipping)."""
-    loss = model.loss(batch)
+def train_step(model: ArithmeticLM, opt: torch.optim.Optimizer, batch: Batch, grad_clip: float,
+               generator: torch.Generator | None = None, answer_mask_prob: float = 0.0) -> tuple[float, float]:
+    """One step at the optimizer's current rate; returns (loss, gradient norm before clipping).
+
+    ``generator`` draws the masks of the masked LM (the other objectives draw nothing)."""
+    if getattr(model.cfg, "arch", None) == "encoder":
+        loss = model.loss(batch, generator, answer_mask_prob)
+    else:
+        loss = model.loss(batch)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -210,15 +220,29 @@ class TrainRun(LoopState):
         self.history = [EvalRecord(**r) for r in extras["records"]]
         self.wall_s = float(extras["wall_s"])
 
+    def first_target(self) -> EvalRecord | None:
+        """The first validation whose exact match reached ``cfg.target_exact`` (None if none did or it is off)."""
+        target = self.cfg.target_exact
+        return next((r for r in self.history if target > 0 and r.val_exact_match >= target), None)
+
+    def reached_target(self) -> bool:
+        """The stop rule: the last two validations both reached ``cfg.target_exact`` (> 0)."""
+        target, last = self.cfg.target_exact, self.history[-2:]
+        return target > 0 and len(last) == 2 and all(r.val_exact_match >= target for r in last)
+
     def result(self) -> dict:
         """The run summary written to ``result.json``."""
-        last = self.history[-1]
+        last, first = self.history[-1], self.first_target()
         return {
             "arch": self.cfg.arch, "steps": self.step, "n_parameters": n_parameters(self.model),
             "train_pairs": len(self.train_pairs), "val_pairs": len(self.val_pairs),
             "val_exact_match": last.val_exact_match, "val_token_accuracy": last.val_token_accuracy,
             "final_train_loss": last.train_loss, "wall_s": round(self.wall_s, 3),
             "threads": torch.get_num_threads(), "seed": self.cfg.seed,
+            "target_exact": self.cfg.target_exact,
+            "steps_to_target": None if first is None else first.step,
+            "seconds_to_target": None if first is None else round(first.elapsed_s, 3),
+            "stopped_at": self.step, "stopped_early": self.step < self.cfg.steps,
         }
 
 
@@ -242,7 +266,8 @@ def lm_step(run: TrainRun) -> LMStepResult:
     t0 = time.perf_counter()
     batch = run.train_batch.select(run.batches.next().to(run.train_batch.questions.device))
     lr = run.opt.param_groups[0]["lr"]
-    loss, grad_norm = train_step(run.model, run.opt, batch, run.cfg.grad_clip)
+    loss, grad_norm = train_step(run.model, run.opt, batch, run.cfg.grad_clip, run.generator,
+                                 run.cfg.answer_mask_prob)
     run.sched.step()
     return LMStepResult(run.step, loss, lr, grad_norm, time.perf_counter() - t0)
 
@@ -263,12 +288,17 @@ def train(
     guard: DivergenceGuard | None = None, stop: StopSignal | None = None, save=None,
 ) -> TrainRun:
     """Train the model ``cfg`` describes (or continue ``run``, e.g. restored from a checkpoint);
-    validate every ``cfg.eval_every`` steps and at the end. ``stop``/``save``: see
-    :func:`nnqs.common.loop.run_loop`."""
+    validate every ``cfg.eval_every`` steps and at the end; stop early once the last two
+    validations reached ``cfg.target_exact``. ``stop``/``save``: see :func:`nnqs.common.loop.run_loop`."""
     run = start_run(cfg) if run is None else run
     run.started = time.perf_counter() - run.wall_s
     run.model.train()
-    run_loop(run, lm_step, cfg.steps, [validate, *callbacks], guard, stop, save)
+    # The loop runs from one validation to the next, so the stop rule is checked after each.
+    while run.step < cfg.steps and not run.reached_target():
+        end = min(cfg.steps, (run.step // cfg.eval_every + 1) * cfg.eval_every)
+        run_loop(run, lm_step, end, [validate, *callbacks], guard, stop, save)
+    if run.step < cfg.steps and save is not None:
+        save(run)  # stopped early: the final checkpoint
     run.wall_s = run.elapsed()
     return run
 
