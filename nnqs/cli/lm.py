@@ -4,6 +4,7 @@
     nnqs lm train --arch decoder|seq2seq|encoder [--data FILE | --train-size 5000] --out DIR [--resume | --overwrite] [--json]
     nnqs lm eval --ckpt DIR --data FILE [--json]
     nnqs lm generate --ckpt DIR "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS" [--temperature T] [--fill ORDER]
+    nnqs lm show --ckpt DIR "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS" [--out attention.png]
 """
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _register_train(actions)
     _register_eval(actions)
     _register_generate(actions)
+    _register_show(actions)
 
 
 def _register_data(actions: argparse._SubParsersAction) -> None:
@@ -98,6 +100,15 @@ def _register_generate(actions: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the sampling generator")
     _add_fill(p)
     p.set_defaults(func=cmd_generate)
+
+
+def _register_show(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser("show", help="attention maps (PNG) and top-3 token probabilities of one answer")
+    p.add_argument("question", metavar="QUESTION", help='e.g. "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"')
+    p.add_argument("--ckpt", required=True, help="run folder or checkpoint file")
+    p.add_argument("--out", help="PNG file (default: attention.png next to the checkpoint)")
+    _add_fill(p)
+    p.set_defaults(func=cmd_show)
 
 
 def _add_fill(p: argparse.ArgumentParser) -> None:
@@ -194,4 +205,27 @@ def cmd_generate(args: argparse.Namespace) -> int:
     answers = generate(model, questions, sampling, generator, fill=args.fill)
     for row in answers:
         print(answer_to_text(row))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from nnqs.lm.checkpoint import load_lm
+    from nnqs.lm.show import check_question, explain, plot_attention
+    from nnqs.lm.tokenizer import decode
+
+    model, _ = load_lm(args.ckpt)
+    _check_fill(args.fill, model, args.ckpt)
+    q = check_question(args.question, model)
+    ckpt = Path(args.ckpt)
+    out = Path(args.out) if args.out else (ckpt if ckpt.is_dir() else ckpt.parent) / "attention.png"
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder; give a file name (e.g. {out / 'attention.png'})")
+    result = explain(model, q, args.fill)
+    question, answer = decode(result.question), decode(result.answer)
+    plot_attention(out, result.maps, f"{model.cfg.arch}: {question} -> {answer}")
+    print(f"question: {question}")
+    print(f"answer:   {answer}")
+    for where, top in result.steps:
+        print(f"{where:>16}: " + "   ".join(f"{tok} {p:.3f}" for tok, p in top))
+    print(f"attention maps ({len(result.maps)} layers x {model.cfg.n_heads} heads) -> {out}")
     return 0
