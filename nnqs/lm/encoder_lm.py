@@ -29,7 +29,7 @@ from nnqs.lm.tokenizer import BOS, EOS, INPUT_VOCAB_SIZE, MASK, PAD, VOCAB_SIZE
 from nnqs.nn import TransformerCore
 
 FILL_ORDERS = ("iterative", "parallel")
-DEFAULT_FILL = "iterative"  # measured against parallel on trained models: see benchmarks/RESULTS.md
+DEFAULT_FILL = "parallel"  # measured against iterative on trained models: see benchmarks/RESULTS.md
 
 
 class EncoderLM(nn.Module):

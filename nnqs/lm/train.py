@@ -60,7 +60,7 @@ class TrainConfig:
     checkpoint_every: int = 250
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
     threads: int = 0  # torch threads (0: leave torch's default)
-    answer_mask_prob: float = 0.5  # encoder only: the share of rows whose answer slots are all masked
+    answer_mask_prob: float = 1.0  # encoder (and --mlm-pretrain): share of rows whose answer slots are all masked
     mlm_pretrain: int = 0  # seq2seq: masked-LM steps on the encoder (over "question answer") before training
     target_exact: float = 1.0  # stop once validation exact match >= this at two evaluations in a row (0: off)
 

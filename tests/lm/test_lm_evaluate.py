@@ -25,7 +25,8 @@ def test_evaluate_equals_the_slow_twin_on_an_untrained_model(arch):
     slow = evaluate_reference(model, pairs)
     assert fast == slow and fast.n_pairs == 40
     if arch == "encoder":  # both answering orders
-        assert evaluate(model, encode_pairs(pairs), fill="parallel") == evaluate_reference(model, pairs, "parallel")
+        for fill in ("parallel", "iterative"):
+            assert evaluate(model, encode_pairs(pairs), fill=fill) == evaluate_reference(model, pairs, fill)
     assert 0 < fast.token_accuracy < 1  # a mix of right and wrong tokens, so the count is exercised
 
 
