@@ -228,5 +228,5 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"answer:   {answer}")
     for where, top in result.steps:
         print(f"{where:>16}: " + "   ".join(f"{tok} {p:.3f}" for tok, p in top))
-    print(f"attention maps ({len(result.maps)} layers x {model.cfg.n_heads} heads) -> {out}")
+    print(f"attention maps ({len(result.maps)} attention layers x {model.cfg.n_heads} heads) -> {out}")
     return 0

@@ -3,13 +3,14 @@
 The defaults fit the task's budget of 5,000 generated training pairs: a small
 model (d_model 64, 2 layers per core), AdamW (lr 3e-3, weight decay 0.1) with
 warmup and cosine decay (the LambdaLR schedule of :mod:`nnqs.nn.schedule`) over
-3,000 steps of 256 pairs. On two CPU threads that takes a few minutes and gives
-exact match >= 0.998 on held-out questions for both architectures (1.0 in the
-reference runs). The validation set is generated with a different seed
+at most 3,000 steps of 256 pairs, stopping once validation exact match reached
+``target_exact`` (1.0) at two validations in a row. Figures per architecture:
+benchmarks/RESULTS.md. The validation set is generated with a different seed
 (``seed + VAL_SEED_OFFSET``) and excludes every training question. The loop is the
 shared skeleton (:func:`nnqs.common.loop.run_loop`): :func:`lm_step` does one
 optimizer step; validation, history, checkpoints and progress are callbacks.
 """
+# Over 300 lines: the config, the run state, the step and the stop rule of one training belong together.
 from __future__ import annotations
 
 import dataclasses
