@@ -1,9 +1,10 @@
 """`nnqs lm`: the arithmetic language model on the shared Transformer core.
 
     nnqs lm data --n 2000 --seed 7 --out test.json [--exclude runs/d/train.json]
-    nnqs lm train --arch decoder|seq2seq [--data FILE | --train-size 5000] --out DIR [--resume | --overwrite] [--json]
+    nnqs lm train --arch decoder|seq2seq|encoder [--data FILE | --train-size 5000] --out DIR [--resume | --overwrite] [--json]
     nnqs lm eval --ckpt DIR --data FILE [--json]
-    nnqs lm generate --ckpt DIR "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS" [--temperature T]
+    nnqs lm generate --ckpt DIR "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS" [--temperature T] [--fill ORDER]
+    nnqs lm show --ckpt DIR "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS" [--out attention.png]
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from nnqs.lm.train import TrainConfig
 
 # (flag, config key, type, help) of the training hyperparameters exposed as flags
 TRAIN_FLAGS = (
-    ("--arch", "arch", str, "decoder (decoder-only) or seq2seq (encoder-decoder)"),
+    ("--arch", "arch", str, "decoder (decoder-only), seq2seq (encoder-decoder) or encoder (masked LM)"),
     ("--steps", "steps", int, "optimizer steps"),
     ("--seed", "seed", int, "seed of data, initialisation and batches"),
     ("--val-size", "val_size", int, "held-out validation pairs"),
@@ -39,17 +40,21 @@ TRAIN_FLAGS = (
     ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints"),
     ("--checkpoint-seconds", "checkpoint_seconds", float, "seconds between checkpoints as well (0: off)"),
     ("--threads", "threads", int, "torch CPU threads (0: torch's choice)"),
+    ("--answer-mask-prob", "answer_mask_prob", float, "encoder: share of rows whose whole answer is masked"),
+    ("--mlm-pretrain", "mlm_pretrain", int, "seq2seq: masked-LM pretraining steps of the encoder"),
+    ("--target-exact", "target_exact", float, "stop once validation exact match reaches this twice in a row (0: off)"),
 )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("lm", help="arithmetic language model (decoder-only or encoder-decoder)")
+    parser = subparsers.add_parser("lm", help="arithmetic language model (decoder-only, encoder-decoder or masked LM)")
     actions = parser.add_subparsers(dest="lm_command", metavar="ACTION")
     actions.required = True
     _register_data(actions)
     _register_train(actions)
     _register_eval(actions)
     _register_generate(actions)
+    _register_show(actions)
 
 
 def _register_data(actions: argparse._SubParsersAction) -> None:
@@ -68,7 +73,7 @@ def _register_train(actions: argparse._SubParsersAction) -> None:
     source.add_argument("--train-size", dest="train_size", type=int, help="generated training pairs (default 5000)")
     defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     for flag, key, kind, text in TRAIN_FLAGS:
-        choices = ("decoder", "seq2seq") if key == "arch" else None
+        choices = ("decoder", "seq2seq", "encoder") if key == "arch" else None
         p.add_argument(flag, dest=key, type=kind, choices=choices, help=f"{text} (default {defaults[key]})")
     p.add_argument("--config", help="TOML file of training settings (flags override it)")
     p.add_argument("--out", required=True, help="run folder (one run per folder)")
@@ -82,6 +87,7 @@ def _register_eval(actions: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, help="data file (A5 JSON format)")
     p.add_argument("--threads", type=int, help="torch CPU threads")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON line")
+    _add_fill(p)
     p.set_defaults(func=cmd_eval)
 
 
@@ -93,7 +99,29 @@ def _register_generate(actions: argparse._SubParsersAction) -> None:
     p.add_argument("--top-k", dest="top_k", type=int, help="sample among the k most likely tokens")
     p.add_argument("--top-p", dest="top_p", type=float, help="nucleus sampling mass")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampling generator")
+    _add_fill(p)
     p.set_defaults(func=cmd_generate)
+
+
+def _register_show(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser("show", help="attention maps (PNG) and top-3 token probabilities of one answer")
+    p.add_argument("question", metavar="QUESTION", help='e.g. "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"')
+    p.add_argument("--ckpt", required=True, help="run folder or checkpoint file")
+    p.add_argument("--out", help="PNG file (default: attention.png next to the checkpoint)")
+    _add_fill(p)
+    p.set_defaults(func=cmd_show)
+
+
+def _add_fill(p: argparse.ArgumentParser) -> None:
+    from nnqs.lm.encoder_lm import DEFAULT_FILL, FILL_ORDERS
+
+    p.add_argument("--fill", choices=FILL_ORDERS, help=f"encoder arch: fill the answer slots one per pass, most "
+                   f"confident first (iterative), or all in one pass (parallel); default {DEFAULT_FILL}")
+
+
+def _check_fill(fill: str | None, model: torch.nn.Module, ckpt: str) -> None:
+    if fill is not None and model.cfg.arch != "encoder":
+        raise UserError(f"--fill applies to encoder checkpoints only; {ckpt} holds a {model.cfg.arch} model")
 
 
 def _set_threads(threads: int | None) -> None:
@@ -151,8 +179,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     _set_threads(args.threads)
     model, _ = load_lm(args.ckpt)
+    _check_fill(args.fill, model, args.ckpt)
     pairs = load_pairs(args.data)
-    metrics = evaluate(model, encode_pairs(pairs))
+    metrics = evaluate(model, encode_pairs(pairs), fill=args.fill)
     result = {"exact_match": metrics.exact_match, "token_accuracy": metrics.token_accuracy, "pairs": metrics.n_pairs}
     if args.json:
         print(json.dumps({**result, "ckpt": str(args.ckpt), "data": str(args.data)}))
@@ -170,10 +199,34 @@ def cmd_generate(args: argparse.Namespace) -> int:
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
     questions = torch.tensor([encode_question(q) for q in args.questions], dtype=torch.long)
     model, _ = load_lm(args.ckpt)
+    _check_fill(args.fill, model, args.ckpt)
     if not 0 <= args.seed < 2**63:
         raise UserError(f"--seed must be in 0..2**63-1, got {args.seed}")
     generator = torch.Generator().manual_seed(args.seed)
-    answers = generate(model, questions, sampling, generator)
+    answers = generate(model, questions, sampling, generator, fill=args.fill)
     for row in answers:
         print(answer_to_text(row))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from nnqs.lm.checkpoint import load_lm
+    from nnqs.lm.show import check_question, explain, plot_attention
+    from nnqs.lm.tokenizer import decode
+
+    model, _ = load_lm(args.ckpt)
+    _check_fill(args.fill, model, args.ckpt)
+    q = check_question(args.question, model)
+    ckpt = Path(args.ckpt)
+    out = Path(args.out) if args.out else (ckpt if ckpt.is_dir() else ckpt.parent) / "attention.png"
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder; give a file name (e.g. {out / 'attention.png'})")
+    result = explain(model, q, args.fill)
+    question, answer = decode(result.question), decode(result.answer)
+    plot_attention(out, result.maps, f"{model.cfg.arch}: {question} -> {answer}")
+    print(f"question: {question}")
+    print(f"answer:   {answer}")
+    for where, top in result.steps:
+        print(f"{where:>16}: " + "   ".join(f"{tok} {p:.3f}" for tok, p in top))
+    print(f"attention maps ({len(result.maps)} attention layers x {model.cfg.n_heads} heads) -> {out}")
     return 0

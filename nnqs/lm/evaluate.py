@@ -1,5 +1,8 @@
 """The two metrics: whole-answer exact match and A5's per-token accuracy.
 
+(For the encoder-only masked LM, "generated" means its answer slots filled from [MASK]
+and "teacher forced" means all answer slots after BOS masked, one parallel pass.)
+
 * ``exact_match``: the fraction of questions whose answer, generated greedily
   with the KV cache and stopped at EOS, equals the reference answer exactly.
 * ``token_accuracy`` (A5's metric): teacher forced, the fraction of answer
@@ -17,7 +20,8 @@ import torch
 from nnqs.lm.data import Batch, Pairs
 from nnqs.lm.generate import generate
 from nnqs.lm.models import ArithmeticLM
-from nnqs.lm.tokenizer import ANSWER_LEN, BOS, EOS, PAD, decode, encode_answer, encode_question
+from nnqs.lm.encoder_lm import DEFAULT_FILL
+from nnqs.lm.tokenizer import ANSWER_LEN, BOS, EOS, MASK, PAD, decode, encode_answer, encode_question
 
 
 @dataclass(frozen=True)
@@ -37,8 +41,10 @@ def _matches(generated: torch.Tensor, answers: torch.Tensor, answer_mask: torch.
 
 
 @torch.no_grad()
-def evaluate(model: ArithmeticLM, batch: Batch, chunk: int = 2048) -> Metrics:
-    """Both metrics over ``batch`` (questions unpadded), in chunks of ``chunk`` rows."""
+def evaluate(model: ArithmeticLM, batch: Batch, chunk: int = 2048, fill: str | None = None) -> Metrics:
+    """Both metrics over ``batch`` (questions unpadded), in chunks of ``chunk`` rows.
+
+    ``fill``: the encoder-only model's answering order (see :func:`nnqs.lm.generate.generate`)."""
     was_training = model.training
     model.eval()
     n_exact, n_correct, n_tokens = 0, 0, 0
@@ -50,7 +56,7 @@ def evaluate(model: ArithmeticLM, batch: Batch, chunk: int = 2048) -> Metrics:
             n_correct += int(((pred == part.answers[:, 1:]) & mask).sum())
             n_tokens += int(mask.sum())
             max_new = part.answers.shape[1] - 1
-            generated = generate(model, part.questions, max_new_tokens=max_new)
+            generated = generate(model, part.questions, max_new_tokens=max_new, fill=fill)
             n_exact += int(_matches(generated, part.answers, part.answer_mask).sum())
     finally:
         model.train(was_training)
@@ -59,9 +65,12 @@ def evaluate(model: ArithmeticLM, batch: Batch, chunk: int = 2048) -> Metrics:
 
 
 @torch.no_grad()
-def evaluate_reference(model: ArithmeticLM, pairs: Pairs) -> Metrics:
+def evaluate_reference(model: ArithmeticLM, pairs: Pairs, fill: str | None = None) -> Metrics:
     """Oracle for :func:`evaluate`: a plain loop over ``pairs``, re-running the whole prefix
-    (``model.next_logits``) for every token; exact match compares the decoded answer text."""
+    (``model.next_logits``) for every token; exact match compares the decoded answer text.
+    For the encoder-only model: :func:`_encoder_reference`."""
+    if hasattr(model, "fill"):
+        return _encoder_reference(model, pairs, fill or DEFAULT_FILL)
     was_training = model.training
     model.eval()
     n_exact, n_correct, n_tokens = 0, 0, 0
@@ -77,6 +86,37 @@ def evaluate_reference(model: ArithmeticLM, pairs: Pairs) -> Metrics:
             while len(generated) < ANSWER_LEN and generated[-1] != EOS:  # greedy, up to EOS
                 generated.append(int(model.next_logits(q, torch.tensor([generated]))[0].argmax()))
             n_exact += decode(generated) == answer
+    finally:
+        model.train(was_training)
+    return Metrics(n_exact / max(len(pairs), 1), n_correct / max(n_tokens, 1), len(pairs))
+
+
+def _encoder_reference(model, pairs: Pairs, fill: str) -> Metrics:
+    """The encoder-only model's oracle, one pair at a time: ``question BOS [MASK]*4`` through the
+    plain forward; token accuracy from that one pass, exact match after filling the slots in
+    ``fill`` order (``parallel``: all from the first pass; ``iterative``: most confident first)."""
+    was_training = model.training
+    model.eval()
+    n_exact, n_correct, n_tokens = 0, 0, 0
+    try:
+        for question, answer in zip(pairs.questions, pairs.answers):
+            q, reference = encode_question(question), encode_answer(answer)
+            seq = q + [BOS] + [MASK] * (len(reference) - 1)
+            logits = model(torch.tensor([seq]))[0]
+            for j in range(1, len(reference)):
+                n_correct += int(logits[len(q) + j].argmax()) == reference[j]
+                n_tokens += 1
+            open_slots = list(range(len(q) + 1, len(seq)))
+            while open_slots:
+                logits = model(torch.tensor([seq]))[0]
+                if fill == "parallel":
+                    seq[len(q) + 1:] = [int(logits[t].argmax()) for t in open_slots]
+                    break
+                best = max(open_slots, key=lambda t: float(torch.softmax(logits[t].float(), dim=-1).max()))
+                seq[best] = int(logits[best].argmax())
+                open_slots.remove(best)
+            filled = seq[len(q):]
+            n_exact += decode(filled[: filled.index(EOS) + 1] if EOS in filled else filled) == answer
     finally:
         model.train(was_training)
     return Metrics(n_exact / max(len(pairs), 1), n_correct / max(n_tokens, 1), len(pairs))

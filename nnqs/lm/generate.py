@@ -90,12 +90,19 @@ def generate(
     generator: torch.Generator | None = None,
     max_new_tokens: int = ANSWER_LEN - 1,
     use_cache: bool = True,
+    fill: str | None = None,
 ) -> torch.Tensor:
     """Answers ``(B, 1 + n)`` for unpadded ``questions`` ``(B, Lq)``: BOS, then generated tokens.
 
     A row stops at its EOS (later slots are PAD); generation ends when every
-    row has stopped or after ``max_new_tokens`` tokens.
+    row has stopped or after ``max_new_tokens`` tokens. The encoder-only model has
+    no cache: it fills ``max_new_tokens`` masked slots in the order ``fill``
+    (``parallel`` or ``iterative``; its default when None), see :meth:`EncoderLM.fill`.
     """
+    if hasattr(model, "fill"):
+        order = {} if fill is None else {"order": fill}
+        return model.fill(questions, max_new_tokens, pick=lambda logits: pick_next(logits, sampling, generator),
+                          **order)
     b, dev = questions.shape[0], questions.device
     answer = [torch.full((b, 1), BOS, dtype=torch.long, device=dev)]
     done = torch.zeros(b, dtype=torch.bool, device=dev)

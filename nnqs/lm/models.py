@@ -1,4 +1,6 @@
-"""The two arithmetic language models, both built on the shared :class:`TransformerCore`.
+"""The arithmetic language models, all built on the shared :class:`TransformerCore`.
+
+(The third, the encoder-only masked LM, is :class:`nnqs.lm.encoder_lm.EncoderLM`.)
 
 * :class:`DecoderLM` (decoder-only, the default): one causal sequence
   ``<user> question <assistant> answer``. The loss mask is 0 on the user turn
@@ -17,6 +19,7 @@ scored on the same answer positions (sign, digits, EOS).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnqs.lm.data import Batch
-from nnqs.lm.tokenizer import ASSISTANT, BOS, PAD, USER, VOCAB_SIZE
+from nnqs.lm.tokenizer import ASSISTANT, BOS, INPUT_VOCAB_SIZE, PAD, USER, VOCAB_SIZE
 from nnqs.nn import CoreConfig, KVCache, TransformerCore
 
 
@@ -33,13 +36,14 @@ from nnqs.nn import CoreConfig, KVCache, TransformerCore
 class ModelConfig:
     """Hyperparameters of an arithmetic LM (saved in its checkpoint)."""
 
-    arch: Literal["decoder", "seq2seq"] = "decoder"
+    arch: Literal["decoder", "seq2seq", "encoder"] = "decoder"
     d_model: int = 64
     n_layers: int = 2
     n_heads: int = 4
     d_ff: int | None = None  # 4 * d_model when None
     dropout: float = 0.0
     max_len: int = 32  # positions per core; 16 are needed by the decoder, 9 by the encoder
+    mask_input: bool = False  # seq2seq: the encoder also reads [MASK] (for --mlm-pretrain)
 
 
 @dataclass
@@ -157,7 +161,10 @@ class Seq2SeqLM(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.encoder = TransformerCore(_core_config(cfg, causal=False, cross=False))
+        encoder = _core_config(cfg, causal=False, cross=False)
+        if cfg.mask_input:
+            encoder = dataclasses.replace(encoder, vocab_size=INPUT_VOCAB_SIZE)
+        self.encoder = TransformerCore(encoder)
         self.decoder = TransformerCore(_core_config(cfg, causal=True, cross=True))
         self.head = nn.Linear(cfg.d_model, VOCAB_SIZE)
 
@@ -205,11 +212,15 @@ class Seq2SeqLM(nn.Module):
         return self.decode(answer_prefix, self.encode(questions))[:, -1]
 
 
-ArithmeticLM = DecoderLM | Seq2SeqLM
+ArithmeticLM = DecoderLM | Seq2SeqLM  # or nnqs.lm.encoder_lm.EncoderLM (imported lazily by build_model)
 
 
 def build_model(cfg: ModelConfig) -> ArithmeticLM:
-    """The model named by ``cfg.arch``."""
+    """The model named by ``cfg.arch`` (``encoder``: :class:`nnqs.lm.encoder_lm.EncoderLM`)."""
+    if cfg.arch == "encoder":
+        from nnqs.lm.encoder_lm import EncoderLM
+
+        return EncoderLM(cfg)
     return DecoderLM(cfg) if cfg.arch == "decoder" else Seq2SeqLM(cfg)
 
 

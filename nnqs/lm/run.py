@@ -32,7 +32,7 @@ from nnqs.lm.train import EvalRecord, LMStepResult, TrainConfig, TrainRun, start
 HISTORY_FIELDS = tuple(f.name for f in dataclasses.fields(EvalRecord))
 WALL_TIME_FIELDS = ("elapsed_s",)
 # Options a resumed run may change (applied and recorded in config.toml); all others are fixed.
-MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds")
+MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds", "target_exact")
 
 
 def train_in_folder(cfg: TrainConfig, folder: RunFolder, *, resume: bool = False, progress: bool = True,
@@ -58,14 +58,16 @@ def train_in_folder(cfg: TrainConfig, folder: RunFolder, *, resume: bool = False
     checkpointer = Checkpointer(lambda r: save_lm_checkpoint(folder.checkpoint, r, history.state()),
                                 cfg.checkpoint_every, cfg.checkpoint_seconds, cfg.steps)
     callbacks = [lambda result, r: _log_record(history, r), checkpointer]
-    if progress:
-        bar = Progress(cfg.steps, run.step)
+    bar = Progress(cfg.steps, run.step) if progress else None
+    if bar is not None:
         callbacks.append(lambda result, r: bar.update(r.step, progress_postfix(result, r)))
     guard = DivergenceGuard(log=event_logger(folder.path / "events.log"), checkpoint=folder.checkpoint)
     try:
         run = train(cfg, callbacks, run=run, guard=guard, stop=stop, save=checkpointer.save_now)
     finally:
         history.close()
+        if bar is not None:
+            bar.close()
     return finish_run_folder(folder.path, run)
 
 

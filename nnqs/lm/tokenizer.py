@@ -24,6 +24,12 @@ VOCAB: tuple[str, ...] = DIGITS + WORDS + ROLES
 TOKEN_ID = {tok: i for i, tok in enumerate(VOCAB)}
 VOCAB_SIZE = len(VOCAB)
 
+# The encoder-only masked LM reads one more input id, [MASK]; it is not in VOCAB (it is never
+# predicted, written or read from text), so the vocabulary of every checkpoint stays the same.
+MASK = VOCAB_SIZE
+MASK_TOKEN = "[MASK]"
+INPUT_VOCAB_SIZE = VOCAB_SIZE + 1
+
 POSITIVE, NEGATIVE = TOKEN_ID["POSITIVE"], TOKEN_ID["NEGATIVE"]
 ADD, SUBTRACT = TOKEN_ID["add"], TOKEN_ID["subtract"]
 BOS, EOS = TOKEN_ID["BOS"], TOKEN_ID["EOS"]

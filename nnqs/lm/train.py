@@ -3,13 +3,14 @@
 The defaults fit the task's budget of 5,000 generated training pairs: a small
 model (d_model 64, 2 layers per core), AdamW (lr 3e-3, weight decay 0.1) with
 warmup and cosine decay (the LambdaLR schedule of :mod:`nnqs.nn.schedule`) over
-3,000 steps of 256 pairs. On two CPU threads that takes a few minutes and gives
-exact match >= 0.998 on held-out questions for both architectures (1.0 in the
-reference runs). The validation set is generated with a different seed
+at most 3,000 steps of 256 pairs, stopping once validation exact match reached
+``target_exact`` (1.0) at two validations in a row. Figures per architecture:
+benchmarks/RESULTS.md. The validation set is generated with a different seed
 (``seed + VAL_SEED_OFFSET``) and excludes every training question. The loop is the
 shared skeleton (:func:`nnqs.common.loop.run_loop`): :func:`lm_step` does one
 optimizer step; validation, history, checkpoints and progress are callbacks.
 """
+# Over 300 lines: the config, the run state, the step and the stop rule of one training belong together.
 from __future__ import annotations
 
 import dataclasses
@@ -38,7 +39,7 @@ VAL_SEED_OFFSET = 1_000_003
 class TrainConfig:
     """One LM training run (saved as ``config.toml`` and in the checkpoint)."""
 
-    arch: Literal["decoder", "seq2seq"] = "decoder"
+    arch: Literal["decoder", "seq2seq", "encoder"] = "decoder"
     data: str | None = None  # a training file in the A5 format; None: generate train_size pairs
     train_size: int = 5000
     val_size: int = 2000
@@ -60,6 +61,9 @@ class TrainConfig:
     checkpoint_every: int = 250
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
     threads: int = 0  # torch threads (0: leave torch's default)
+    answer_mask_prob: float = 1.0  # encoder (and --mlm-pretrain): share of rows whose answer slots are all masked
+    mlm_pretrain: int = 0  # seq2seq: masked-LM steps on the encoder (over "question answer") before training
+    target_exact: float = 1.0  # stop once validation exact match >= this at two evaluations in a row (0: off)
 
     def __post_init__(self) -> None:
         positive = ("train_size", "val_size", "steps", "batch_size", "d_model", "n_layers", "n_heads", "eval_every",
@@ -78,9 +82,13 @@ class TrainConfig:
             ("warmup_steps", self.warmup_steps >= 0, ">= 0"),
             ("d_ff", self.d_ff is None or self.d_ff >= 1, ">= 1"),
             ("checkpoint_seconds", 0 <= self.checkpoint_seconds <= 10**9, "in 0..1e9"),
+            ("target_exact", 0 <= self.target_exact <= 1, "in 0..1 (0: off)"),
+            ("answer_mask_prob", 0 <= self.answer_mask_prob <= 1, "in 0..1"),
         ):
             if not ok:
                 raise ValueError(f"{name} must be {rule}, got {getattr(self, name)}")
+        if self.mlm_pretrain < 0 or (self.mlm_pretrain and self.arch != "seq2seq"):
+            raise ValueError(f"mlm_pretrain must be >= 0, and 0 unless arch is seq2seq, got {self.mlm_pretrain}")
         check_threads(self.threads)
         if not 0 <= self.seed < 2**63 - VAL_SEED_OFFSET:
             raise ValueError(f"seed must be in 0..2**63-{VAL_SEED_OFFSET + 1}, got {self.seed}")
@@ -98,7 +106,8 @@ def check_device(name: str) -> None:
 
 
 def model_config(cfg: TrainConfig) -> ModelConfig:
-    return ModelConfig(cfg.arch, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout)
+    return ModelConfig(cfg.arch, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout,
+                       mask_input=cfg.mlm_pretrain > 0)
 
 
 def make_datasets(cfg: TrainConfig) -> tuple[Pairs, Pairs]:
@@ -148,9 +157,15 @@ class BatchSampler:
         self.order, self.position = state["order"], int(state["position"])
 
 
-def train_step(model: ArithmeticLM, opt: torch.optim.Optimizer, batch: Batch, grad_clip: float) -> tuple[float, float]:
-    """One teacher-forced step at the optimizer's current rate; returns (loss, gradient norm before clipping)."""
-    loss = model.loss(batch)
+def train_step(model: ArithmeticLM, opt: torch.optim.Optimizer, batch: Batch, grad_clip: float,
+               generator: torch.Generator | None = None, answer_mask_prob: float = 0.0) -> tuple[float, float]:
+    """One step at the optimizer's current rate; returns (loss, gradient norm before clipping).
+
+    ``generator`` draws the masks of the masked LM (the other objectives draw nothing)."""
+    if getattr(model.cfg, "arch", None) == "encoder":
+        loss = model.loss(batch, generator, answer_mask_prob)
+    else:
+        loss = model.loss(batch)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -210,15 +225,29 @@ class TrainRun(LoopState):
         self.history = [EvalRecord(**r) for r in extras["records"]]
         self.wall_s = float(extras["wall_s"])
 
+    def first_target(self) -> EvalRecord | None:
+        """The first validation whose exact match reached ``cfg.target_exact`` (None if none did or it is off)."""
+        target = self.cfg.target_exact
+        return next((r for r in self.history if target > 0 and r.val_exact_match >= target), None)
+
+    def reached_target(self) -> bool:
+        """The stop rule: the last two validations both reached ``cfg.target_exact`` (> 0)."""
+        target, last = self.cfg.target_exact, self.history[-2:]
+        return target > 0 and len(last) == 2 and all(r.val_exact_match >= target for r in last)
+
     def result(self) -> dict:
         """The run summary written to ``result.json``."""
-        last = self.history[-1]
+        last, first = self.history[-1], self.first_target()
         return {
             "arch": self.cfg.arch, "steps": self.step, "n_parameters": n_parameters(self.model),
             "train_pairs": len(self.train_pairs), "val_pairs": len(self.val_pairs),
             "val_exact_match": last.val_exact_match, "val_token_accuracy": last.val_token_accuracy,
             "final_train_loss": last.train_loss, "wall_s": round(self.wall_s, 3),
             "threads": torch.get_num_threads(), "seed": self.cfg.seed,
+            "target_exact": self.cfg.target_exact,
+            "steps_to_target": None if first is None else first.step,
+            "seconds_to_target": None if first is None else round(first.elapsed_s, 3),
+            "stopped_at": self.step, "stopped_early": self.step < self.cfg.steps,
         }
 
 
@@ -242,7 +271,8 @@ def lm_step(run: TrainRun) -> LMStepResult:
     t0 = time.perf_counter()
     batch = run.train_batch.select(run.batches.next().to(run.train_batch.questions.device))
     lr = run.opt.param_groups[0]["lr"]
-    loss, grad_norm = train_step(run.model, run.opt, batch, run.cfg.grad_clip)
+    loss, grad_norm = train_step(run.model, run.opt, batch, run.cfg.grad_clip, run.generator,
+                                 run.cfg.answer_mask_prob)
     run.sched.step()
     return LMStepResult(run.step, loss, lr, grad_norm, time.perf_counter() - t0)
 
@@ -263,12 +293,21 @@ def train(
     guard: DivergenceGuard | None = None, stop: StopSignal | None = None, save=None,
 ) -> TrainRun:
     """Train the model ``cfg`` describes (or continue ``run``, e.g. restored from a checkpoint);
-    validate every ``cfg.eval_every`` steps and at the end. ``stop``/``save``: see
-    :func:`nnqs.common.loop.run_loop`."""
+    validate every ``cfg.eval_every`` steps and at the end; stop early once the last two
+    validations reached ``cfg.target_exact``. ``stop``/``save``: see :func:`nnqs.common.loop.run_loop`."""
     run = start_run(cfg) if run is None else run
     run.started = time.perf_counter() - run.wall_s
     run.model.train()
-    run_loop(run, lm_step, cfg.steps, [validate, *callbacks], guard, stop, save)
+    if run.step == 0 and cfg.mlm_pretrain > 0:
+        from nnqs.lm.pretrain import mlm_pretrain
+
+        mlm_pretrain(run)
+    # The loop runs from one validation to the next, so the stop rule is checked after each.
+    while run.step < cfg.steps and not run.reached_target():
+        end = min(cfg.steps, (run.step // cfg.eval_every + 1) * cfg.eval_every)
+        run_loop(run, lm_step, end, [validate, *callbacks], guard, stop, save)
+    if run.step < cfg.steps and save is not None:
+        save(run)  # stopped early: the final checkpoint
     run.wall_s = run.elapsed()
     return run
 

@@ -134,3 +134,37 @@ def test_usage_errors_exit_2_with_one_line(argv, capsys):
         main(argv)
     assert info.value.code == 2
     _one_line_error(capsys)
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lm") / "enc"
+    assert main(["lm", "train", "--arch", "encoder", *TINY, "--out", str(out), "--json"]) == 0
+    return out
+
+
+def test_encoder_arch_trains_evaluates_and_generates_like_the_others(encoder_dir, tmp_path, capsys):
+    result = json.loads((encoder_dir / "result.json").read_text())
+    assert result["arch"] == "encoder" and result["steps"] == 20 and result["target_exact"] == 1.0
+    assert {"steps_to_target", "seconds_to_target", "stopped_at", "stopped_early"} <= set(result)
+    rows = list(csv.DictReader((encoder_dir / "history.csv").open()))
+    assert [int(r["step"]) for r in rows] == [10, 20]
+    data = tmp_path / "test.json"
+    save_pairs(data, generate_pairs(30, 9))
+    capsys.readouterr()
+    for fill in ([], ["--fill", "parallel"], ["--fill", "iterative"]):
+        assert main(["lm", "eval", "--ckpt", str(encoder_dir), "--data", str(data), "--json", *fill]) == 0
+        metrics = json.loads(capsys.readouterr().out)
+        assert metrics["pairs"] == 30 and 0 <= metrics["exact_match"] <= 1
+    question = "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"
+    assert main(["lm", "generate", "--ckpt", str(encoder_dir), question, "--fill", "parallel"]) == 0
+    assert capsys.readouterr().out.startswith("BOS")
+
+
+def test_fill_on_a_non_encoder_checkpoint_and_unknown_encoder_option_exit_2(run_dir, capsys):
+    question = "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"
+    assert main(["lm", "generate", "--ckpt", str(run_dir), question, "--fill", "parallel"]) == 2
+    assert "--fill" in _one_line_error(capsys)
+    with pytest.raises(SystemExit) as info:
+        main(["lm", "train", "--arch", "encoder", "--mask-ratio", "0.3", "--out", "r"])
+    assert info.value.code == 2 and "--mask-ratio" in _one_line_error(capsys)

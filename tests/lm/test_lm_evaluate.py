@@ -9,7 +9,7 @@ from nnqs.lm.models import ModelConfig, build_model
 from nnqs.lm.tokenizer import EOS, NEGATIVE, POSITIVE, VOCAB_SIZE, encode, encode_question
 
 
-@pytest.mark.parametrize("arch", ["decoder", "seq2seq"])
+@pytest.mark.parametrize("arch", ["decoder", "seq2seq", "encoder"])
 def test_evaluate_equals_the_slow_twin_on_an_untrained_model(arch):
     torch.manual_seed(0)
     model = build_model(ModelConfig(arch=arch, d_model=16, n_layers=1, n_heads=2)).double()
@@ -24,6 +24,9 @@ def test_evaluate_equals_the_slow_twin_on_an_untrained_model(arch):
     assert model.training
     slow = evaluate_reference(model, pairs)
     assert fast == slow and fast.n_pairs == 40
+    if arch == "encoder":  # both answering orders
+        for fill in ("parallel", "iterative"):
+            assert evaluate(model, encode_pairs(pairs), fill=fill) == evaluate_reference(model, pairs, fill)
     assert 0 < fast.token_accuracy < 1  # a mix of right and wrong tokens, so the count is exercised
 
 

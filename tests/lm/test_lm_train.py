@@ -98,3 +98,46 @@ def test_bad_settings_are_rejected_naming_the_value(kw, words):
         TrainConfig(**kw)
     assert str(exc.value) == words
     assert "grad_clip" not in str(exc.value) or "grad_clip" in kw
+
+
+
+def _scripted_validation(monkeypatch, exact: list[float]) -> None:
+    """Replace validation by a script of exact matches (one per evaluation)."""
+    import nnqs.lm.train as train_module
+    from nnqs.lm.evaluate import Metrics
+
+    script = iter(exact)
+    monkeypatch.setattr(train_module, "evaluate", lambda model, batch: Metrics(next(script), 0.5, len(batch)))
+
+
+TINY_RUN = dict(train_size=32, val_size=8, steps=100, batch_size=8, d_model=16, n_layers=1, eval_every=10)
+
+
+def test_target_exact_stops_after_two_validations_in_a_row(monkeypatch):
+    _scripted_validation(monkeypatch, [0.2, 1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    run = train(TrainConfig(**TINY_RUN))  # target_exact defaults to 1.0
+    assert run.step == 50 and [r.step for r in run.history] == [10, 20, 30, 40, 50]
+    result = run.result()
+    assert result["steps_to_target"] == 20 and result["seconds_to_target"] == round(run.history[1].elapsed_s, 3)
+    assert result["stopped_at"] == 50 and result["stopped_early"] is True
+
+
+def test_target_exact_below_one_and_off(monkeypatch):
+    _scripted_validation(monkeypatch, [0.5, 0.96, 0.97] + [0.1] * 7)
+    run = train(TrainConfig(**TINY_RUN, target_exact=0.95))
+    assert run.step == 30 and run.result()["steps_to_target"] == 20
+    _scripted_validation(monkeypatch, [1.0] * 10)
+    run = train(TrainConfig(**TINY_RUN, target_exact=0.0))
+    assert run.step == 100 and len(run.history) == 10
+    assert run.result()["stopped_early"] is False and run.result()["steps_to_target"] is None
+
+
+def test_target_never_reached_runs_every_step(monkeypatch):
+    _scripted_validation(monkeypatch, [1.0, 0.9] * 5)
+    run = train(TrainConfig(**TINY_RUN))
+    assert run.step == 100 and run.result()["steps_to_target"] == 10 and run.result()["stopped_early"] is False
+
+
+def test_target_exact_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="target_exact"):
+        TrainConfig(target_exact=1.5)
