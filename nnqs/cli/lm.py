@@ -41,7 +41,6 @@ TRAIN_FLAGS = (
     ("--checkpoint-seconds", "checkpoint_seconds", float, "seconds between checkpoints as well (0: off)"),
     ("--threads", "threads", int, "torch CPU threads (0: torch's choice)"),
     ("--answer-mask-prob", "answer_mask_prob", float, "encoder: share of rows whose whole answer is masked"),
-    ("--mlm-pretrain", "mlm_pretrain", int, "seq2seq: masked-LM pretraining steps of the encoder"),
     ("--target-exact", "target_exact", float, "stop once validation exact match reaches this twice in a row (0: off)"),
 )
 

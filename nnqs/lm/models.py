@@ -19,7 +19,6 @@ scored on the same answer positions (sign, digits, EOS).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnqs.lm.data import Batch
-from nnqs.lm.tokenizer import ASSISTANT, BOS, INPUT_VOCAB_SIZE, PAD, USER, VOCAB_SIZE
+from nnqs.lm.tokenizer import ASSISTANT, BOS, PAD, USER, VOCAB_SIZE
 from nnqs.nn import CoreConfig, KVCache, TransformerCore
 
 
@@ -43,7 +42,6 @@ class ModelConfig:
     d_ff: int | None = None  # 4 * d_model when None
     dropout: float = 0.0
     max_len: int = 32  # positions per core; 16 are needed by the decoder, 9 by the encoder
-    mask_input: bool = False  # seq2seq: the encoder also reads [MASK] (for --mlm-pretrain)
 
 
 @dataclass
@@ -161,10 +159,7 @@ class Seq2SeqLM(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        encoder = _core_config(cfg, causal=False, cross=False)
-        if cfg.mask_input:
-            encoder = dataclasses.replace(encoder, vocab_size=INPUT_VOCAB_SIZE)
-        self.encoder = TransformerCore(encoder)
+        self.encoder = TransformerCore(_core_config(cfg, causal=False, cross=False))
         self.decoder = TransformerCore(_core_config(cfg, causal=True, cross=True))
         self.head = nn.Linear(cfg.d_model, VOCAB_SIZE)
 

@@ -61,8 +61,7 @@ class TrainConfig:
     checkpoint_every: int = 250
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
     threads: int = 0  # torch threads (0: leave torch's default)
-    answer_mask_prob: float = 1.0  # encoder (and --mlm-pretrain): share of rows whose answer slots are all masked
-    mlm_pretrain: int = 0  # seq2seq: masked-LM steps on the encoder (over "question answer") before training
+    answer_mask_prob: float = 1.0  # encoder: share of rows whose answer slots are all masked
     target_exact: float = 1.0  # stop once validation exact match >= this at two evaluations in a row (0: off)
 
     def __post_init__(self) -> None:
@@ -87,8 +86,6 @@ class TrainConfig:
         ):
             if not ok:
                 raise ValueError(f"{name} must be {rule}, got {getattr(self, name)}")
-        if self.mlm_pretrain < 0 or (self.mlm_pretrain and self.arch != "seq2seq"):
-            raise ValueError(f"mlm_pretrain must be >= 0, and 0 unless arch is seq2seq, got {self.mlm_pretrain}")
         check_threads(self.threads)
         if not 0 <= self.seed < 2**63 - VAL_SEED_OFFSET:
             raise ValueError(f"seed must be in 0..2**63-{VAL_SEED_OFFSET + 1}, got {self.seed}")
@@ -106,8 +103,7 @@ def check_device(name: str) -> None:
 
 
 def model_config(cfg: TrainConfig) -> ModelConfig:
-    return ModelConfig(cfg.arch, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout,
-                       mask_input=cfg.mlm_pretrain > 0)
+    return ModelConfig(cfg.arch, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout)
 
 
 def make_datasets(cfg: TrainConfig) -> tuple[Pairs, Pairs]:
@@ -298,10 +294,6 @@ def train(
     run = start_run(cfg) if run is None else run
     run.started = time.perf_counter() - run.wall_s
     run.model.train()
-    if run.step == 0 and cfg.mlm_pretrain > 0:
-        from nnqs.lm.pretrain import mlm_pretrain
-
-        mlm_pretrain(run)
     # The loop runs from one validation to the next, so the stop rule is checked after each.
     while run.step < cfg.steps and not run.reached_target():
         end = min(cfg.steps, (run.step // cfg.eval_every + 1) * cfg.eval_every)
