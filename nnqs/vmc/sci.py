@@ -16,7 +16,7 @@ import torch
 
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.keys import unpack
-from nnqs.vmc.selection import external_space, set_hamiltonian
+from nnqs.vmc.selection import external_space, lowest_eigenpairs
 
 
 @dataclass
@@ -27,20 +27,6 @@ class SelectedCI:
     coefficients: torch.Tensor
     energy: float
     rounds: int
-
-
-def lowest_eigenpairs(ham: CompactHamiltonian, configs: torch.Tensor, roots: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``roots`` lowest eigenvalues ``(k,)`` (ascending) and eigenvectors ``(M, k)`` of H on ``configs``."""
-    import scipy.sparse.linalg as sla
-
-    h = set_hamiltonian(ham, configs)
-    k = min(roots, h.shape[0])
-    if h.shape[0] <= 200:
-        w, v = np.linalg.eigh(h.toarray())
-        return w[:k], v[:, :k]
-    w, v = sla.eigsh(h, k=k, which="SA", tol=1e-10)
-    order = np.argsort(w)
-    return w[order], v[:, order]
 
 
 def selected_ci(

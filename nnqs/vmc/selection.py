@@ -11,8 +11,8 @@ samples of the model, which reveal where the model puts weight that C misses):
   ``E_S = sum_S p E_loc^S`` is the Rayleigh quotient of psi projected onto S: an upper bound of
   the ground-state energy, and ``2 Re sum_S p (E_loc^S - E_S)^* d log psi`` its exact gradient;
 * the core is then re-selected (:func:`select_core`): every configuration of S or connected to
-  S whose amplitude ratio |psi(x)| / max_S |psi| is at least ``threshold`` (by default 1e-5:
-  an amplitude of 3e-4, weight 1e-7, passes), at most ``max_size`` of them, largest first.
+  S whose amplitude ratio |psi(x)| / max_S |psi| is at least ``threshold`` (by default 1e-4:
+  a weight of 1e-8 relative to the largest passes), at most ``max_size`` of them, largest first.
 
 This follows the selected-configuration NQS of Li et al. (SC-NQS, JCTC 19, 8156, 2023) and
 the renormalised unique-set weights of Malyshev et al. (ANQS). Side numbers, never reported as
@@ -44,6 +44,11 @@ def set_weights(log_psi: torch.Tensor) -> torch.Tensor:
     return torch.softmax(log_w, dim=0)
 
 
+def rows_per_chunk(ham: CompactHamiltonian) -> int:
+    """Configurations whose connections are held at once: about 2^22 connected entries."""
+    return max(1, 2**22 // max(1, ham.n_connected))
+
+
 @dataclass
 class Selection:
     """The re-selected core ``configs`` ``(M, n)`` and what the selection saw."""
@@ -51,22 +56,6 @@ class Selection:
     configs: torch.Tensor
     n_candidates: int  # distinct configurations of S and connected to S
     n_evaluated: int  # connected configurations whose amplitude had to be computed
-
-
-def _connected_outside(ham: CompactHamiltonian, configs: torch.Tensor, chunk: int) -> torch.Tensor:
-    """Sorted unique packed keys ``(T, W)`` connected to ``configs`` (nonzero element) and not in it."""
-    own = unique_keys(pack(configs))[0]
-    found = []
-    for block in configs.split(chunk):
-        conn = ham.connections(block)
-        keys = conn.keys[conn.elements != 0]
-        uniq = unique_keys(keys)[0]
-        found.append(uniq[lookup(own, uniq) < 0])
-        if len(found) > 1:  # keep the running set small
-            found = [unique_keys(torch.cat(found))[0]]
-    if not found:
-        return own[:0]
-    return found[0]
 
 
 def select_core(
@@ -77,8 +66,7 @@ def select_core(
     their connected set whose ``|psi| / max |psi|`` over ``configs`` is at least ``threshold``;
     at most ``max_size``, largest amplitude first -> :class:`Selection`."""
     log_psi = log_psi.detach().to(torch.complex128)
-    chunk = max(1, 2**22 // max(1, ham.n_connected))
-    outside = _connected_outside(ham, configs, chunk)
+    outside = external_space(ham, configs, configs.new_zeros(len(configs), dtype=torch.float64))[0]
     tokens = unpack(outside, configs.shape[1]).to(configs.device)
     log_out = evaluate_chunked(log_psi_fn, tokens, max_batch)
     everything = torch.cat([configs, tokens])
@@ -94,9 +82,8 @@ def external_space(ham: CompactHamiltonian, configs: torch.Tensor, amplitudes: t
     keys ``(T, W)``, and ``<a|H|c>`` ``(T,)`` complex128 for the vector ``amplitudes`` ``(M,)`` on the set."""
     amplitudes = amplitudes.to(torch.complex128)
     own = unique_keys(pack(configs))[0]
-    chunk = max(1, 2**22 // max(1, ham.n_connected))
     keys_all, values_all = [own[:0]], [amplitudes[:0]]
-    for rows in torch.arange(len(configs), device=configs.device).split(chunk):
+    for rows in torch.arange(len(configs), device=configs.device).split(rows_per_chunk(ham)):
         conn = ham.connections(configs[rows])
         owner, k = torch.nonzero(conn.elements, as_tuple=True)
         keys = conn.keys[owner, k]
@@ -138,7 +125,7 @@ def set_hamiltonian(ham: CompactHamiltonian, configs: torch.Tensor):
     position = torch.empty(len(own), dtype=torch.long, device=keys.device)
     position[inverse] = torch.arange(len(configs), device=keys.device)
     rows, cols, vals = [], [], []
-    chunk = max(1, 2**22 // max(1, ham.n_connected))
+    chunk = rows_per_chunk(ham)
     for start in range(0, len(configs), chunk):
         conn = ham.connections(configs[start : start + chunk])
         owner, k = torch.nonzero(conn.elements, as_tuple=True)
@@ -153,15 +140,25 @@ def set_hamiltonian(ham: CompactHamiltonian, configs: torch.Tensor):
     return sp.csr_matrix((v, (r, c)), shape=(len(configs), len(configs)))
 
 
-def subspace_energy(ham: CompactHamiltonian, configs: torch.Tensor) -> float:
-    """Lowest eigenvalue (Hartree) of H diagonalised on the set ``configs`` ``(M, n)``: a variational
-    energy of the best vector on the set, not of the network."""
+def lowest_eigenpairs(ham: CompactHamiltonian, configs: torch.Tensor, roots: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The ``roots`` lowest eigenvalues ``(k,)`` (ascending, Hartree) and eigenvectors ``(M, k)`` of H on
+    ``configs`` ``(M, n)``: dense below 200 configurations, Lanczos (``eigsh``) above."""
     import scipy.sparse.linalg as sla
 
     h = set_hamiltonian(ham, configs)
-    if h.shape[0] <= 64:
-        return float(np.linalg.eigvalsh(h.toarray())[0])
-    return float(sla.eigsh(h, k=1, which="SA", return_eigenvectors=False, tol=1e-10)[0])
+    k = min(roots, h.shape[0])
+    if h.shape[0] <= 200:
+        w, v = np.linalg.eigh(h.toarray())
+        return w[:k], v[:, :k]
+    w, v = sla.eigsh(h, k=k, which="SA", tol=1e-10)
+    order = np.argsort(w)
+    return w[order], v[:, order]
+
+
+def subspace_energy(ham: CompactHamiltonian, configs: torch.Tensor) -> float:
+    """Lowest eigenvalue (Hartree) of H diagonalised on the set ``configs`` ``(M, n)``: a variational
+    energy of the best vector on the set, not of the network."""
+    return float(lowest_eigenpairs(ham, configs, 1)[0][0])
 
 
 def core_energies(wf, ham: CompactHamiltonian, core: torch.Tensor, max_batch: int = 8192) -> dict:

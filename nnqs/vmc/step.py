@@ -78,9 +78,14 @@ def estimate(local_energies: torch.Tensor, counts: torch.Tensor, comm: SinglePro
 
 def share_estimate(
     wf, ham, configs: torch.Tensor, counts: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
+    known_log_psi: torch.Tensor | None = None,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
-    """Energy statistics of the sample set and this rank's log psi (with its graph when grad is on)."""
-    log_psi = wf.log_psi(comm.share(configs))
+    """Energy statistics of the sample set and this rank's log psi (with its graph when grad is on).
+    ``known_log_psi`` ``(U,)``: log psi of all ``configs`` already computed, reused when grad is off."""
+    if known_log_psi is not None and not torch.is_grad_enabled():
+        log_psi = comm.share(known_log_psi)
+    else:
+        log_psi = wf.log_psi(comm.share(configs))
     values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm)
     est = estimate(values, comm.share(counts), comm)
     est.n_unique_connected = n_unique_connected
@@ -90,6 +95,7 @@ def share_estimate(
 def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
     estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
+    known_log_psi: torch.Tensor | None = None,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
 
@@ -97,7 +103,7 @@ def energy_and_loss(
     ``configs``, ``counts`` are the whole sample set; with several ranks each computes its
     share (``est`` holds the share's local energies and weights) and the loss of its share.
     """
-    est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm)
+    est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm, known_log_psi)
     centred = (est.local_energies - est.energy).conj()
     loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
     return est, loss
@@ -168,7 +174,7 @@ def vmc_step(
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
-        est, loss = energy_and_loss(wf, ham, configs, weights, estimator, cfg.max_batch, comm)
+        est, loss = energy_and_loss(wf, ham, configs, weights, estimator, cfg.max_batch, comm, log_psi)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
         set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
@@ -176,12 +182,12 @@ def vmc_step(
         loss.backward()
         comm.sum_gradients(wf.parameters())
     grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
+    new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
+    if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
+        new_core = select_core(wf.log_psi, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch).configs
     lr = opt.param_groups[0]["lr"]
     opt.step()
     sched.step()
-    new_core = None
-    if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
-        new_core = select_core(wf.log_psi, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch).configs
     t3 = time.perf_counter()
     stderr = est.stderr if log_psi is None else 0.0  # core mode: a deterministic Rayleigh quotient of the set
     return StepResult(

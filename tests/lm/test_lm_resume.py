@@ -28,6 +28,13 @@ class Crash(Exception):
     pass
 
 
+
+def assert_same_run(resumed, full) -> None:
+    """The resumed run's history and final weights equal the uninterrupted run's."""
+    assert history(resumed) == history(full)
+    a, b = final_model(full), final_model(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
 def test_crash_after_a_checkpoint_then_resume_equals_the_uninterrupted_run(tmp_path, monkeypatch):
     full, crashed = tmp_path / "full", tmp_path / "crashed"
     assert main(["lm", "train", *TINY, "--out", str(full)]) == 0
@@ -45,9 +52,7 @@ def test_crash_after_a_checkpoint_then_resume_equals_the_uninterrupted_run(tmp_p
     assert load_checkpoint(crashed / "checkpoint.pt", "lm")["step"] == 10
     assert [int(r["step"]) for r in history(crashed)] == [10]
     assert main(["lm", "train", *TINY, "--out", str(crashed), "--resume"]) == 0
-    assert history(crashed) == history(full)
-    a, b = final_model(full), final_model(crashed)
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert_same_run(crashed, full)
 
 
 def test_resume_refuses_other_settings_or_a_missing_checkpoint(tmp_path, capsys):
@@ -87,9 +92,7 @@ def test_a_signal_checkpoints_at_the_step_and_resume_equals_the_uninterrupted_ru
     step = int(load_checkpoint(stopped / "checkpoint.pt", "lm")["step"])
     assert 5 <= step < 30 and [int(r["step"]) for r in history(stopped)] == list(range(1, step + 1))
     assert main(["lm", "train", *args, "--out", str(stopped), "--resume"]) == 0
-    assert history(stopped) == history(full)
-    a, b = final_model(full), final_model(stopped)
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert_same_run(stopped, full)
 
 
 def test_resume_is_honest_about_what_changes(tmp_path, capsys):
