@@ -21,7 +21,7 @@ from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.nn.schedule import warmup_cosine
 from nnqs.vmc.config import VMCConfig, check_run_limits, toy_config  # noqa: F401 (re-exported)
 from nnqs.vmc.selection import select_core, set_weights, unique_union
-from nnqs.vmc.sr import per_sample_jacobian, sr_direction
+from nnqs.vmc.sr import per_sample_jacobian, split_jacobian, sr_direction
 
 
 @dataclass
@@ -200,7 +200,9 @@ def set_sr_gradient(
     wf, configs: torch.Tensor, est: EnergyEstimate, shift: float, comm: SingleProcess = ONE_PROCESS,
 ) -> None:
     """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share)."""
-    jacobian = per_sample_jacobian(wf, configs)
+    jacobian = split_jacobian(wf, configs)  # two real blocks when modulus and phase share no parameter
+    if jacobian is None:
+        jacobian = per_sample_jacobian(wf, configs)
     direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm)
     offset = 0
     for p in wf.parameters():
