@@ -1,21 +1,25 @@
 """N2 dissociation curve (STO-3G): VMC against FCI, HF and CCSD(T).
 
-    python examples/n2_dissociation.py [--out runs/n2_curve] [--bonds 1.1 1.4 ...]
+    python examples/n2_dissociation.py [--out runs/n2_curve] [--bonds 1.1 1.4 ...] [--threads 1]
 
-Rows already in --out/curve.json at other bond lengths are kept, so a curve can be
-built in parts. Each bond length is an independent ``nnqs vmc`` run with the default settings (no warm
-start, nothing tuned per geometry). Writes --out/curve.json and --out/curve.png (energies,
-and errors against FCI on a log scale with the chemical-accuracy band).
+Each bond length is an independent ``nnqs vmc`` run with the default settings (no warm
+start, nothing tuned per geometry) in its own run folder ``--out/rR.RRRR``. The curve is
+collected from the ``result.json`` of every finished run folder under --out, so a curve can
+be built in parts, and processes given disjoint ``--bonds`` can share one --out at the same
+time (one per core, ``--threads 1``). Writes --out/curve.json and --out/curve.png (energies,
+and errors against FCI on a log scale with the chemical-accuracy band) after each point.
 """
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from hamiltonians import MoleculeSpec
+from nnqs.common.atomic import atomic_write_text
 from nnqs.vmc.run import run_molecule
 from nnqs.vmc.step import VMCConfig, toy_config
 
@@ -47,17 +51,35 @@ def plot(path: Path, rows: list[dict]) -> None:
     fig.savefig(path, dpi=110)
 
 
-def earlier_rows(path: Path, bonds: list[float]) -> list[dict]:
-    """Rows of an earlier curve in the same folder at other bond lengths (a curve can be built in parts)."""
-    if not path.is_file():
-        return []
-    return [row for row in json.loads(path.read_text()) if all(abs(row["bond"] - b) > 1e-9 for b in bonds)]
+def run_folder(out: Path, bond: float) -> Path:
+    return out / f"r{bond:.4f}"
+
+
+def collected_rows(out: Path) -> list[dict]:
+    """One row per finished run folder ``out/rR.RRRR`` (its ``result.json``), sorted by bond length."""
+    rows = []
+    for result in out.glob("r*/result.json"):
+        try:
+            bond = float(result.parent.name[1:])
+        except ValueError:
+            continue
+        rows.append({"bond": bond, **json.loads(result.read_text())})
+    return sorted(rows, key=lambda row: row["bond"])
+
+
+def write_curve(out: Path) -> list[dict]:
+    """curve.json and curve.png from every finished point under ``out`` (atomic writes)."""
+    rows = collected_rows(out)
+    atomic_write_text(out / "curve.json", json.dumps(rows, indent=2) + "\n")
+    plot(out / "curve.png", rows)
+    return rows
 
 
 def config(args: argparse.Namespace) -> VMCConfig:
-    if args.quick:
-        return toy_config(args.steps or 5)
-    return VMCConfig() if args.steps is None else VMCConfig(steps=args.steps)
+    base = toy_config(args.steps or 5) if args.quick else VMCConfig()
+    if args.steps is not None:
+        base = replace(base, steps=args.steps)
+    return replace(base, threads=args.threads)
 
 
 def main() -> None:
@@ -65,20 +87,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="VMC steps (default: the nnqs vmc default)")
     parser.add_argument("--out", default="runs/n2_curve")
     parser.add_argument("--bonds", type=float, nargs="+", default=BONDS)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads per run (0: torch's default)")
     parser.add_argument("--quick", action="store_true", help="a tiny model and sample set (smoke test)")
     args = parser.parse_args()
     out = Path(args.out)
-    rows = earlier_rows(out / "curve.json", args.bonds)
     for bond in args.bonds:
         spec = MoleculeSpec(name=f"N2_{bond:.4f}", atom=f"N 0 0 0; N 0 0 {bond}")
-        run_dir = out / f"r{bond:.4f}"
-        result = run_molecule(spec, config(args), run_dir, overwrite=True, progress=False)  # a rerun replaces
-        rows = sorted(rows + [{"bond": bond, **result}], key=lambda row: row["bond"])
+        result = run_molecule(spec, config(args), run_folder(out, bond), overwrite=True, progress=False)  # a rerun replaces
         print(f"r = {bond:.4f} A  VMC {result['energy']:.6f}  FCI {result['e_exact']:.6f}  "
               f"error {result['error_mha']:+.3f} mHa  ({result['wall_s']:.0f} s)", flush=True)
-        (out / "curve.json").write_text(json.dumps(rows, indent=2) + "\n")  # kept current: a long run never loses points
-    (out / "curve.json").write_text(json.dumps(rows, indent=2) + "\n")
-    plot(out / "curve.png", rows)
+        write_curve(out)  # kept current: a long run never loses points
 
 
 if __name__ == "__main__":
