@@ -25,6 +25,8 @@ FLAGS = {
     "sr_shift": (float, "SR diagonal shift relative to the mean diagonal (default 1e-4)"),
     "selection": (str, "core (default: a selected core + fresh samples) or samples (plain sampled VMC)"),
     "core_threshold": (float, "|psi|/max|psi| that keeps a configuration in the core (default 1e-4)"),
+    "core_rule": (str, "first-order (default: a connected configuration enters on its network or first-order "
+                       "amplitude) or amplitude (network amplitude only)"),
     "core_max": (int, "most configurations in the core (default 4096)"),
     "teacher": (str, "sci (default: fit to a selected-CI vector first) or mp1 (perturbative signs only)"),
     "teacher_threshold": (float, "first-order amplitude that admits a configuration to the teacher (default 1e-4)"),

@@ -37,6 +37,8 @@ class VMCConfig:
     pretrain_lr: float = 1e-3
     selection: Literal["core", "samples"] = "core"  # core: Rayleigh quotient on a selected core + fresh samples
     core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core
+    core_rule: Literal["first-order", "amplitude"] = "first-order"  # how a connected configuration enters the
+    # core: on max(network amplitude, first-order amplitude) (CIPSI-like), or the network amplitude alone
     core_max: int = 4096  # most configurations in the core
     core_every: int = 5  # steps between re-selections of the core
     core_samples: int = 512  # most unique fresh samples joined to the core each step

@@ -60,20 +60,30 @@ class Selection:
 
 def select_core(
     log_psi_fn: LogPsiFn, ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor,
-    threshold: float, max_size: int, max_batch: int = 8192,
+    threshold: float, max_size: int, max_batch: int = 8192, energy: float | None = None,
 ) -> Selection:
     """Keep the configurations of ``configs`` ``(U, n)`` (amplitudes ``log_psi`` ``(U,)``) and of
     their connected set whose ``|psi| / max |psi|`` over ``configs`` is at least ``threshold``;
-    at most ``max_size``, largest amplitude first -> :class:`Selection`."""
+    at most ``max_size``, largest first -> :class:`Selection`.
+
+    With ``energy`` (the Rayleigh quotient of psi on ``configs``, Hartree) a connected
+    configuration a also passes on its first-order amplitude
+    ``|<a|H|psi_S>| / |energy - H[a, a]|`` relative to ``max |psi_S|`` (psi normalised on the
+    set), as CIPSI selects: the network's own guess for a configuration outside the set gets no
+    gradient, so a configuration it underrates would otherwise never come back."""
     log_psi = log_psi.detach().to(torch.complex128)
-    outside = external_space(ham, configs, configs.new_zeros(len(configs), dtype=torch.float64))[0]
+    amplitudes = normalised_amplitudes(log_psi)
+    outside, coupling = external_space(ham, configs, amplitudes)
     tokens = unpack(outside, configs.shape[1]).to(configs.device)
-    log_out = evaluate_chunked(log_psi_fn, tokens, max_batch)
-    everything = torch.cat([configs, tokens])
-    log_amp = torch.cat([log_psi.real, log_out.real])
     ceiling = float(log_psi.real.max())
-    keep = log_amp >= ceiling + float(np.log(threshold))
-    order = torch.argsort(log_amp[keep], descending=True)[:max_size]
+    score_out = evaluate_chunked(log_psi_fn, tokens, max_batch).real - ceiling
+    if energy is not None and len(tokens):
+        first_order = coupling.abs() / (energy - ham.diagonal(tokens)).abs().clamp_min(1e-12)
+        score_out = torch.maximum(score_out, torch.log(first_order / amplitudes.abs().max()))
+    everything = torch.cat([configs, tokens])
+    score = torch.cat([log_psi.real - ceiling, score_out])
+    keep = score >= float(np.log(threshold))
+    order = torch.argsort(score[keep], descending=True)[:max_size]
     return Selection(everything[keep][order], len(everything), len(tokens))
 
 

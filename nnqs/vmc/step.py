@@ -184,7 +184,8 @@ def vmc_step(
     grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
     if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
-        new_core = select_core(wf.log_psi, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch).configs
+        new_core = select_core(wf.log_psi, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
+                               est.energy if cfg.core_rule == "first-order" else None).configs
     lr = opt.param_groups[0]["lr"]
     opt.step()
     sched.step()

@@ -108,6 +108,34 @@ def test_select_core_matches_brute_force(system):
     assert sorted(map(tuple, capped.tolist())) == sorted(map(tuple, basis[top].tolist()))
 
 
+def test_select_core_first_order_rule_matches_dense_perturbation(system):
+    """With the set's energy, an outside configuration a also enters on |<a|H|psi_S>| / |E - H_aa|
+    relative to max |psi_S| (psi normalised on S): the same set as a brute force over the sector."""
+    ham, basis, dense = system
+    wf, configs, rows, log_psi = model_on_subset(basis, 2, 12, 3)
+    with torch.no_grad():
+        amp_all = wf.log_psi(basis).real
+    c = torch.exp(log_psi.to(torch.complex128))
+    c = c / c.abs().pow(2).sum().sqrt()
+    h = dense.to(torch.complex128)
+    energy = float((c.conj() @ h[rows][:, rows] @ c).real)
+    first_order = (h[:, rows] @ c).abs() / (energy - dense.diagonal()).abs() / c.abs().max()
+    score = amp_all - float(log_psi.real.max())  # log |psi(x)| / max_S |psi|
+    outside = torch.ones(len(basis), dtype=torch.bool)
+    outside[rows] = False
+    connected = (dense[rows] != 0).any(0) & outside
+    score[outside] = torch.where(connected[outside], torch.maximum(score, torch.log(first_order))[outside], -np.inf)
+    threshold = 0.9
+    keep = score >= np.log(threshold)
+    chosen = select_core(wf.log_psi, ham, configs, log_psi, threshold, max_size=1000, energy=energy).configs
+    assert sorted(map(tuple, chosen.tolist())) == sorted(map(tuple, basis[keep].tolist()))
+    plain = select_core(wf.log_psi, ham, configs, log_psi, threshold, max_size=1000).configs
+    assert len(chosen) > len(plain)  # the rule admits configurations the network underrates
+    capped = select_core(wf.log_psi, ham, configs, log_psi, threshold, max_size=4, energy=energy).configs
+    top = torch.argsort(score.masked_fill(~keep, -np.inf), descending=True)[:4]
+    assert sorted(map(tuple, capped.tolist())) == sorted(map(tuple, basis[top].tolist()))
+
+
 def test_pt2_and_subspace_energy_match_dense_sums(system):
     ham, basis, dense = system
     wf, configs, rows, log_psi = model_on_subset(basis, 3, 25, 4)
