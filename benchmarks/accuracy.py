@@ -1,6 +1,7 @@
 """Accuracy benchmark: VMC error vs exact energy and wall time per molecule (JSON lines).
 
     python -m benchmarks.accuracy [--molecules H2 LiH N2@1.4 ...] [--steps N] [--threads 1] [--out FILE]
+                                  [--runs DIR]   # keep each run folder as DIR/NAME (default: temporary)
     python -m benchmarks.accuracy --quick      # toy size, seconds (run by the test suite)
 
 Each run uses the ``nnqs vmc`` defaults (``--steps`` overrides the step count only).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 
@@ -35,17 +37,20 @@ def system_spec(name: str) -> tuple[MoleculeSpec, float | None]:
     return dataclasses.replace(get_spec(base), name=name, atom=f"{atoms[0]} 0 0 0; {atoms[1]} 0 0 {float(bond)}"), float(bond)
 
 
-def measure(name: str, cfg: VMCConfig) -> dict:
+def measure(name: str, cfg: VMCConfig, runs: str | None = None) -> dict:
     spec, bond = system_spec(name)
-    with tempfile.TemporaryDirectory() as out:
-        r = run_molecule(spec, cfg, out, progress=False)
+    if runs is not None:
+        r = run_molecule(spec, cfg, Path(runs) / name, overwrite=True, progress=False)
+    else:
+        with tempfile.TemporaryDirectory() as out:
+            r = run_molecule(spec, cfg, out, progress=False)
     side = {f"{k}_error_mha": 1000 * (r[k] - r["e_exact"]) for k in SIDE if r.get(k) is not None}
     return {
         "benchmark": "accuracy", "molecule": name, "bond": bond, "n_qubits": r["n_qubits"], "steps": cfg.steps,
         "n_core": r.get("n_core"), "final_unique": r["final_unique"], "e_ccsd_t": r["e_ccsd_t"], **side,
         "energy": r["energy"], "e_exact": r["e_exact"], "error_mha": r["error_mha"],
         "within_chemical_accuracy": abs(r["error_mha"]) <= 1.6, "wall_s": r["wall_s"],
-        "n_parameters": r["n_parameters"], "threads": torch.get_num_threads(),
+        "n_parameters": r["n_parameters"], "pretrain_s": r.get("pretrain_s"), "threads": torch.get_num_threads(),
     }
 
 
@@ -54,6 +59,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--molecules", nargs="+", default=TARGETS)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runs", default=None, help="keep each run folder as RUNS/NAME (replaced if present)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     cfg = VMCConfig(threads=args.threads) if args.steps is None else VMCConfig(steps=args.steps, threads=args.threads)
@@ -63,7 +69,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         molecules = ["H2"]
     records = []
     for name in molecules:
-        records.append(measure(name, cfg))
+        records.append(measure(name, cfg, args.runs))
         emit(records[-1], args.out)
     return records
 

@@ -23,3 +23,14 @@ def test_n2_dissociation_warm_start(tmp_path):
     rows = json.loads((tmp_path / "curve.json").read_text())
     assert [r["bond"] for r in rows] == [1.0, 1.2]
     assert (tmp_path / "curve.png").is_file()
+
+
+def test_n2_dissociation_parts_share_one_folder(tmp_path):
+    """Two invocations with disjoint --bonds (as two processes would run them) build one curve
+    from the finished run folders; a rerun of a bond replaces its row, never duplicates it."""
+    run_example("n2_dissociation.py", "--bonds", "1.1", "--steps", "1", "--quick", "--threads", "1", "--out", str(tmp_path))
+    run_example("n2_dissociation.py", "--bonds", "1.3", "1.1", "--steps", "1", "--quick", "--threads", "1", "--out", str(tmp_path))
+    rows = json.loads((tmp_path / "curve.json").read_text())
+    assert [r["bond"] for r in rows] == [1.1, 1.3]
+    assert all(r["energy"] >= r["e_exact"] - 1e-9 for r in rows)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["r1.1000", "r1.3000"]
