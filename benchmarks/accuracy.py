@@ -2,6 +2,7 @@
 
     python -m benchmarks.accuracy [--molecules H2 LiH N2@1.4 ...] [--steps N] [--threads 1] [--out FILE]
                                   [--runs DIR]   # keep each run folder as DIR/NAME (default: temporary)
+    python -m benchmarks.accuracy --collect C2=runs/C2 N2@1.4=runs/n2_curve/r1.4000   # lines of finished runs
     python -m benchmarks.accuracy --quick      # toy size, seconds (run by the test suite)
 
 Each run uses the ``nnqs vmc`` defaults (``--steps`` overrides the step count only).
@@ -13,6 +14,7 @@ numbers (e_teacher_sci, e_core, e_core_pt2, e_subspace, as errors in mHa).
 from __future__ import annotations
 
 import dataclasses
+import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -44,14 +46,37 @@ def measure(name: str, cfg: VMCConfig, runs: str | None = None) -> dict:
     else:
         with tempfile.TemporaryDirectory() as out:
             r = run_molecule(spec, cfg, out, progress=False)
+    return record(name, bond, r, cfg.steps, torch.get_num_threads())
+
+
+def record(name: str, bond: float | None, r: dict, steps: int, threads: int) -> dict:
+    """The benchmark line of one run's result dict ``r`` (``result.json``)."""
     side = {f"{k}_error_mha": 1000 * (r[k] - r["e_exact"]) for k in SIDE if r.get(k) is not None}
     return {
-        "benchmark": "accuracy", "molecule": name, "bond": bond, "n_qubits": r["n_qubits"], "steps": cfg.steps,
+        "benchmark": "accuracy", "molecule": name, "bond": bond, "n_qubits": r["n_qubits"], "steps": steps,
         "n_core": r.get("n_core"), "final_unique": r["final_unique"], "e_ccsd_t": r["e_ccsd_t"], **side,
         "energy": r["energy"], "e_exact": r["e_exact"], "error_mha": r["error_mha"],
         "within_chemical_accuracy": abs(r["error_mha"]) <= 1.6, "wall_s": r["wall_s"],
-        "n_parameters": r["n_parameters"], "pretrain_s": r.get("pretrain_s"), "threads": torch.get_num_threads(),
+        "n_parameters": r["n_parameters"], "pretrain_s": r.get("pretrain_s"), "threads": threads,
     }
+
+
+def collect(item: str) -> dict:
+    """``NAME=FOLDER``: the line of a finished run folder (``nnqs vmc`` or an example), read from its
+    ``result.json`` and ``config.toml``; the run must have used the defaults but for steps and threads."""
+    import tomllib
+
+    name, _, folder = item.partition("=")
+    config = tomllib.loads((Path(folder) / "config.toml").read_text())
+    # TOML has no None: a field whose default is None is left out of config.toml
+    missing = [f.name for f in dataclasses.fields(VMCConfig) if f.name not in config and f.default is not None]
+    if missing:
+        raise SystemExit(f"{folder} was run by an older version (its config.toml lacks {', '.join(missing)})")
+    differs = {k: v for k, v in config.items() if k not in ("steps", "threads") and getattr(VMCConfig(), k, v) != v}
+    if differs:
+        raise SystemExit(f"{folder} did not run with the defaults: {differs}")
+    return record(name, system_spec(name)[1], json.loads((Path(folder) / "result.json").read_text()),
+                  int(config.get("steps", VMCConfig().steps)), int(config.get("threads", 0)))
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -60,7 +85,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", default=None, help="keep each run folder as RUNS/NAME (replaced if present)")
+    parser.add_argument("--collect", nargs="+", metavar="NAME=FOLDER", default=None,
+                        help="no runs: the lines of finished default-settings run folders")
     args = parser.parse_args(argv)
+    if args.collect:
+        records = [collect(item) for item in args.collect]
+        for line in records:
+            emit(line, args.out)
+        return records
     torch.set_num_threads(args.threads)
     cfg = VMCConfig(threads=args.threads) if args.steps is None else VMCConfig(steps=args.steps, threads=args.threads)
     molecules = args.molecules

@@ -7,3 +7,25 @@ def test_quick_accuracy_benchmark(capsys):
     assert len(records) == 1 and records[0]["molecule"] == "H2"
     assert records[0]["e_exact"] < records[0]["energy"] + 1e-9  # variational
     assert '"benchmark": "accuracy"' in capsys.readouterr().out
+
+
+def test_collect_reads_finished_default_runs_and_refuses_others(tmp_path):
+    """--runs keeps the folder; --collect gives the same line from it without running, and refuses a
+    folder whose config.toml is not the defaults (but for steps and threads)."""
+    import json
+
+    import pytest
+
+    from hamiltonians import get_spec
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.run import run_molecule
+
+    cfg = VMCConfig(steps=2, threads=1, d_model=8, n_layers=1, phase_hidden=8, pretrain_steps=5, final_samples=10**4)
+    run_molecule(get_spec("H2"), cfg, tmp_path / "toy", progress=False)
+    with pytest.raises(SystemExit, match="did not run with the defaults"):
+        main(["--collect", f"H2={tmp_path / 'toy'}"])
+    default = tmp_path / "default"
+    run_molecule(get_spec("H2"), VMCConfig(steps=2, threads=1), default, progress=False)
+    line = main(["--collect", f"H2={default}"])[0]
+    result = json.loads((default / "result.json").read_text())
+    assert (line["energy"], line["steps"], line["threads"], line["wall_s"]) == (result["energy"], 2, 1, result["wall_s"])
