@@ -41,7 +41,7 @@ def plot(path: Path, rows: list[dict]) -> None:
         if key != "e_exact":
             bottom.plot(r, [1000 * (v - row["e_exact"]) for v, row in zip(values, rows)], style, label=label)
     bottom.axhspan(-1.6, 1.6, color="k", alpha=0.12, label="chemical accuracy")
-    bottom.set_yscale("symlog", linthresh=1)
+    bottom.set_yscale("symlog", linthresh=0.01)  # log from 0.01 mHa: sub-mHa errors stay readable
     top.set_ylabel("energy (Ha)")
     bottom.set_ylabel("E - E_FCI (mHa)")
     bottom.set_xlabel("N-N bond length (Angstrom)")
