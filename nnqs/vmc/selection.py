@@ -160,7 +160,8 @@ def lowest_eigenpairs(ham: CompactHamiltonian, configs: torch.Tensor, roots: int
     if h.shape[0] <= 200:
         w, v = np.linalg.eigh(h.toarray())
         return w[:k], v[:, :k]
-    w, v = sla.eigsh(h, k=k, which="SA", tol=1e-10)
+    v0 = np.random.default_rng(0).standard_normal(h.shape[0])  # ARPACK's own start is random: runs would differ
+    w, v = sla.eigsh(h, k=k, which="SA", tol=1e-10, v0=v0)
     order = np.argsort(w)
     return w[order], v[:, order]
 
