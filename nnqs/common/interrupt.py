@@ -61,9 +61,9 @@ class StopSignal:
 
     @contextmanager
     def deferred(self) -> Iterator["StopSignal"]:
-        """Within this block a (first) signal waits for the next step boundary."""
-        self.deferring = True
+        """Within this block a (first) signal waits for the next step boundary (blocks nest)."""
+        previous, self.deferring = self.deferring, True
         try:
             yield self
         finally:
-            self.deferring = False
+            self.deferring = previous

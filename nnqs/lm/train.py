@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Iterable, Literal
 
@@ -25,7 +26,7 @@ from torch import nn
 from nnqs.common.config import check_threads
 from nnqs.common.errors import UserError
 from nnqs.common.guard import DivergenceGuard
-from nnqs.common.interrupt import StopSignal
+from nnqs.common.interrupt import Interrupted, StopSignal
 from nnqs.common.loop import Callback, LoopState, run_loop
 from nnqs.lm.data import Batch, Pairs, encode_pairs, generate_pairs, load_pairs
 from nnqs.lm.evaluate import evaluate
@@ -294,10 +295,16 @@ def train(
     run = start_run(cfg) if run is None else run
     run.started = time.perf_counter() - run.wall_s
     run.model.train()
-    # The loop runs from one validation to the next, so the stop rule is checked after each.
-    while run.step < cfg.steps and not run.reached_target():
-        end = min(cfg.steps, (run.step // cfg.eval_every + 1) * cfg.eval_every)
-        run_loop(run, lm_step, end, [validate, *callbacks], guard, stop, save)
+    # The loop runs from one validation to the next, so the stop rule is checked after each; a
+    # signal between two of them waits too (it was lost work: no checkpoint, exit at once).
+    with stop.deferred() if stop is not None else nullcontext():
+        while run.step < cfg.steps and not run.reached_target():
+            end = min(cfg.steps, (run.step // cfg.eval_every + 1) * cfg.eval_every)
+            run_loop(run, lm_step, end, [validate, *callbacks], guard, stop, save)
+        if stop is not None and stop.requested:  # arrived after the last segment's boundary check
+            if save is not None:
+                save(run)
+            raise Interrupted(stop.signum, run.step if save is not None else None)
     if run.step < cfg.steps and save is not None:
         save(run)  # stopped early: the final checkpoint
     run.wall_s = run.elapsed()

@@ -95,6 +95,32 @@ def test_a_signal_checkpoints_at_the_step_and_resume_equals_the_uninterrupted_ru
     assert_same_run(stopped, full)
 
 
+@pytest.mark.parametrize("at_step", [7, 29])
+def test_a_signal_between_validations_waits_for_a_checkpoint(tmp_path, monkeypatch, at_step):
+    """With a validation every step the loop runs in one-step segments; a signal that lands
+    between two of them (here: while the stop rule is checked) is deferred like one inside a
+    step: checkpoint at that step, exit 130, and the resumed run equals the uninterrupted one.
+    (It used to raise at once, before any checkpoint: the run's steps were lost.)"""
+    import os
+
+    args = [*TINY, "--eval-every", "1", "--checkpoint-every", "1000"]
+    full, stopped = tmp_path / "full", tmp_path / "stopped"
+    assert main(["lm", "train", *args, "--out", str(full)]) == 0
+    real = nnqs.lm.train.TrainRun.reached_target
+
+    def signal_in_the_gap(run):
+        if run.step == at_step:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(run)
+
+    monkeypatch.setattr(nnqs.lm.train.TrainRun, "reached_target", signal_in_the_gap)
+    assert main(["lm", "train", *args, "--out", str(stopped)]) == 130
+    monkeypatch.setattr(nnqs.lm.train.TrainRun, "reached_target", real)
+    assert int(load_checkpoint(stopped / "checkpoint.pt", "lm")["step"]) == at_step
+    assert main(["lm", "train", *args, "--out", str(stopped), "--resume"]) == 0
+    assert_same_run(stopped, full)
+
+
 def test_resume_is_honest_about_what_changes(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["lm", "train", *TINY, "--steps", "10", "--out", str(out)]) == 0
