@@ -68,7 +68,7 @@ def collected_rows(out: Path) -> list[dict]:
 
 
 def write_curve(out: Path) -> list[dict]:
-    """curve.json and curve.png from every finished point under ``out`` (atomic writes)."""
+    """curve.json (written atomically) and curve.png from every finished point under ``out``."""
     rows = collected_rows(out)
     atomic_write_text(out / "curve.json", json.dumps(rows, indent=2) + "\n")
     plot(out / "curve.png", rows)
