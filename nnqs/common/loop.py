@@ -75,11 +75,7 @@ def run_loop(
     results: list[R] = []
     with stop.deferred() if stop is not None else nullcontext():
         while True:
-            requested = stop is not None and stop.requested
-            if stop is not None and (agree(requested) if agree is not None else requested):
-                if save is not None:
-                    save(state)
-                raise Interrupted(stop.signum or 2, state.step if save is not None else None)
+            honour_stop(state, stop, save, agree)
             if state.step >= total:
                 return results
             guard.before_step(state)
@@ -90,6 +86,19 @@ def run_loop(
             results.append(result)
             for cb in callbacks:
                 cb(result, state)
+
+
+def honour_stop(
+    state: LoopState, stop: StopSignal | None, save: Callable[[LoopState], None] | None = None,
+    agree: Callable[[bool], bool] | None = None,
+) -> None:
+    """At a step boundary: if ``stop`` holds a signal (all ranks agreeing, see :func:`run_loop`),
+    ``save(state)`` and raise :class:`Interrupted`; otherwise return."""
+    requested = stop is not None and stop.requested
+    if stop is not None and (agree(requested) if agree is not None else requested):
+        if save is not None:
+            save(state)
+        raise Interrupted(stop.signum or 2, state.step if save is not None else None)
 
 
 class Checkpointer:

@@ -26,8 +26,8 @@ from torch import nn
 from nnqs.common.config import check_threads
 from nnqs.common.errors import UserError
 from nnqs.common.guard import DivergenceGuard
-from nnqs.common.interrupt import Interrupted, StopSignal
-from nnqs.common.loop import Callback, LoopState, run_loop
+from nnqs.common.interrupt import StopSignal
+from nnqs.common.loop import Callback, LoopState, honour_stop, run_loop
 from nnqs.lm.data import Batch, Pairs, encode_pairs, generate_pairs, load_pairs
 from nnqs.lm.evaluate import evaluate
 from nnqs.lm.models import ArithmeticLM, ModelConfig, build_model, n_parameters
@@ -301,10 +301,7 @@ def train(
         while run.step < cfg.steps and not run.reached_target():
             end = min(cfg.steps, (run.step // cfg.eval_every + 1) * cfg.eval_every)
             run_loop(run, lm_step, end, [validate, *callbacks], guard, stop, save)
-        if stop is not None and stop.requested:  # arrived after the last segment's boundary check
-            if save is not None:
-                save(run)
-            raise Interrupted(stop.signum, run.step if save is not None else None)
+        honour_stop(run, stop, save)  # a signal after the last segment's boundary check
     if run.step < cfg.steps and save is not None:
         save(run)  # stopped early: the final checkpoint
     run.wall_s = run.elapsed()
