@@ -14,6 +14,12 @@ number of single and double excitations that conserve both, so the output is a
 dense ``(B, K)`` block with no padding and no invalid entries. Excitations are
 indexed into each sample's sorted occupied/virtual lists, so no hard limit on
 the number of orbitals exists.
+
+Elements below :data:`ELEMENT_CUTOFF` in magnitude are set to exactly 0, and every consumer
+drops zero elements. They are the point-group symmetry zeros that floating-point integrals
+hold as ~1e-16 noise: in H2O/6-31G 70% of the connections of the Hartree-Fock determinant
+(1,557 of 2,235), in H2O/cc-pVDZ 73%, each of which would cost a network pass in the exact
+local energy and a slot in the external space of the core selection.
 """
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ import torch
 
 from nnqs.vmc.keys import n_words, orbital_weights, pack
 from nnqs.vmc.hamiltonian_terms import double_terms, single_terms
+
+ELEMENT_CUTOFF = 1e-12  # Hartree: |H[x, x']| below it is a symmetry zero held as rounding noise
 
 
 def _pairs(n: int) -> torch.Tensor:
@@ -120,4 +128,5 @@ class CompactHamiltonian:
         base = pack(tokens)  # (B, W)
         keys = torch.cat([p[0] for p in parts], dim=1) + base.unsqueeze(1)
         elements = torch.cat([p[1] for p in parts], dim=1)
+        elements = elements.masked_fill(elements.abs() < ELEMENT_CUTOFF, 0.0)
         return Connections(keys, elements, self.diagonal(tokens))

@@ -58,10 +58,17 @@ class AmplitudeTable:
         self.keys, self.log_psi = uniq, values
 
 
+PASS_TOKENS = 2048  # tokens per network call: the activations of a pass stay in the CPU's L2 cache
+
+
 def evaluate_chunked(log_psi_fn: LogPsiFn, tokens: torch.Tensor, max_batch: int) -> torch.Tensor:
-    """``log_psi_fn`` over ``(M, n)`` tokens in chunks of ``max_batch``, under no_grad -> (M,)."""
+    """``log_psi_fn`` over ``(M, n)`` tokens under no_grad -> (M,), in chunks of ``max_batch``
+    configurations or :data:`PASS_TOKENS` tokens, whichever is fewer. Small passes are faster:
+    one thread, d_model 32, float64, the exact local energy of H2O/6-31G took 1.6 s in chunks of
+    8,192 tokens and 1.15 s in chunks of 2,048 (H2O/cc-pVDZ 2.7 s and 1.6 s)."""
+    rows = max(1, min(max_batch, PASS_TOKENS // max(1, tokens.shape[1])))
     with torch.no_grad():
-        parts = [log_psi_fn(tokens[s : s + max_batch]) for s in range(0, tokens.shape[0], max_batch)]
+        parts = [log_psi_fn(tokens[s : s + rows]) for s in range(0, tokens.shape[0], rows)]
     if not parts:
         return torch.empty(0, dtype=torch.complex128, device=tokens.device)
     return torch.cat(parts).to(torch.complex128)
