@@ -32,3 +32,33 @@ def test_keys_pack_many_words():
     keys = pack(tokens)
     assert keys.shape == (7, 3)
     assert torch.equal(unpack(keys, 70), tokens)
+
+
+def test_symmetry_zeros_held_as_noise_are_exact_zeros():
+    # Orbitals of two irreps (even/odd): integrals whose irreps do not multiply to the even one are
+    # symmetry zeros, held here as 3e-16 as floating-point integrals hold them.
+    n, n_alpha, n_beta = 5, 2, 2
+    h, g = random_integrals(n, seed=11)
+    irrep = np.array([0, 1, 0, 1, 1])
+    h = np.where((irrep[:, None] ^ irrep[None, :]) == 1, 3e-16, h)
+    odd = (irrep[:, None, None, None] ^ irrep[None, :, None, None] ^ irrep[None, None, :, None] ^ irrep[None, None, None, :]) == 1
+    g = np.where(odd, 3e-16, g)
+    ham = CompactHamiltonian(h, g, 0.0, n_alpha, n_beta)
+    tokens = sector_tokens(n, n_alpha, n_beta)
+    conn = ham.connections(tokens)
+
+    def parity(t: torch.Tensor) -> torch.Tensor:  # irrep of a configuration: its electrons' irreps summed mod 2
+        electrons = (t & 1) + (t >> 1)
+        return (electrons * torch.as_tensor(irrep)).sum(-1) % 2
+
+    targets = unpack(conn.keys.reshape(-1, conn.keys.shape[-1]), n).reshape(len(tokens), -1, n)
+    crosses = parity(targets) != parity(tokens).unsqueeze(1)
+    assert crosses.any() and bool((conn.elements[crosses] == 0).all())
+    assert bool((conn.elements[~crosses] != 0).any())
+    full = openfermion_matrix(h, g, e_core=0.0)  # the noise is below the comparison's tolerance
+    rows = full_index(tokens)
+    for b in range(len(tokens)):
+        dense = np.zeros(full.shape[0])
+        np.add.at(dense, full_index(targets[b]), conn.elements[b].numpy())
+        dense[rows[b]] += conn.diagonal[b].item()
+        np.testing.assert_allclose(dense, full[rows[b]].toarray().ravel(), atol=1e-12)
