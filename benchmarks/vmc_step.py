@@ -2,8 +2,9 @@
 
     python -m benchmarks.vmc_step [--systems LiH H2O N2 H2O/6-31g H2O/cc-pvdz] [--threads 2] [--out FILE]
     python -m benchmarks.vmc_step --quick      # toy size, seconds (run by the test suite)
+    python -m benchmarks.vmc_step --ablation --systems N2 H2O/6-31g --threads 1
 
-Two records per system:
+Two records per system (``--ablation``: only the third):
 
 * ``"vmc_step"``: a fixed model (d_model 32, 2 layers) and sample count; median
   seconds per step split into sampling / local energy / gradient (SR), unique
@@ -13,19 +14,24 @@ Two records per system:
   number of orbitals is measured at a fixed unique-sample count (median seconds by
   torch.utils.benchmark's ``blocked_autorange``); the last record fits the
   exponent of time ~ n_orbitals^p.
+* ``"local_energy_ablation"``: the exact local energy of the model's own samples, timed in one
+  run with and without the symmetry-zero cutoff and the pass-size bound, with the speedup and
+  the largest difference of the local energies.
 """
 from __future__ import annotations
 
 import math
 import resource
 import statistics
+import time
 
 import torch
 
 from benchmarks.common import benchmark_parser, emit, timed
 from hamiltonians import build_hamiltonian, get_spec
 from nnqs.vmc.driver import new_state
-from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+import nnqs.vmc.local_energy as le
+from nnqs.vmc.compact_hamiltonian import ELEMENT_CUTOFF, CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy
 from nnqs.vmc.step import VMCConfig, vmc_step
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
@@ -66,7 +72,7 @@ def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
     med = {k: statistics.median(getattr(r, k) for r in results) for k in ("t_sample", "t_local", "t_grad")}
     return {
         "benchmark": "vmc_step", "system": system, "n_orbitals": ham.n_orbitals, "n_qubits": 2 * ham.n_orbitals,
-        "samples": results[-1].n_samples, "optimizer": cfg.optimizer, "estimator": cfg.estimator, "n_unique": results[-1].n_unique,
+        "samples": results[-1].n_samples, "optimizer": cfg.optimizer, "estimator": cfg.estimator, "selection": cfg.selection, "n_unique": results[-1].n_unique,
         "n_unique_connected": results[-1].n_unique_connected, **{k: round(v, 4) for k, v in med.items()},
         "t_step": round(sum(med.values()), 4), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         "threads": torch.get_num_threads(),
@@ -89,6 +95,40 @@ def scaling_record(system: str, ham, n_configs: int, min_run_time: float, estima
             "timer": "torch.utils.benchmark.Timer.blocked_autorange"}
 
 
+def ablation_record(system: str, ham, n_samples: int, repeats: int = 3) -> dict:
+    """The exact local energy of one sample set of the step's model, timed with and without the two
+    savings in one run: symmetry zeros dropped (``element_cutoff``) and passes of at most
+    ``PASS_TOKENS`` tokens. Median of ``repeats``; the energies must agree."""
+    torch.manual_seed(0)
+    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64,
+                                 hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
+    configs, _ = wf.sample(n_samples, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs)
+    record = {"benchmark": "local_energy_ablation", "system": system, "n_orbitals": ham.n_orbitals,
+              "n_unique": len(configs), "repeats": repeats}
+    energies = {}
+    for cutoff, tokens, name in ((0.0, 10**9, "before"), (0.0, le.PASS_TOKENS, "pass_tokens"),
+                                 (ELEMENT_CUTOFF, 10**9, "cutoff"), (ELEMENT_CUTOFF, le.PASS_TOKENS, "both")):
+        compact = CompactHamiltonian.from_molecular(ham)
+        compact.element_cutoff = cutoff
+        saved, le.PASS_TOKENS = le.PASS_TOKENS, tokens
+        try:
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                result = local_energy(wf.log_psi, compact, configs, log_psi)
+                times.append(time.perf_counter() - t0)
+        finally:
+            le.PASS_TOKENS = saved
+        energies[name] = result.values
+        record[f"t_{name}"] = round(statistics.median(times), 4)
+        record[f"n_evaluated_{name}"] = result.n_evaluated
+    record["speedup"] = round(record["t_before"] / record["t_both"], 2)
+    record["max_difference"] = max(float((v - energies["before"]).abs().max()) for v in energies.values())
+    return record
+
+
 def fit_exponent(records: list[dict]) -> float:
     """Least-squares slope of log(seconds per configuration) against log(n_orbitals)."""
     xs = [math.log(r["n_orbitals"]) for r in records]
@@ -105,13 +145,22 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--optimizer", choices=["sr", "adamw"], default="sr")
     parser.add_argument("--estimator", choices=["exact", "sample-space"], default="exact")
+    parser.add_argument("--selection", choices=["samples", "core"], default="samples",
+                        help="samples: plain sampled VMC with --estimator (the recorded table); core: the run default")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--ablation", action="store_true",
+                        help="only the local-energy ablation (symmetry zeros, pass size) on each system")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.quick:
         args.systems, args.samples, args.configs, args.steps = ["H2", "LiH"], 1000, 8, 1
-    cfg = VMCConfig(samples=args.samples, optimizer=args.optimizer, estimator=args.estimator)
+    cfg = VMCConfig(samples=args.samples, optimizer=args.optimizer, estimator=args.estimator, selection=args.selection)
     records, scaling = [], []
+    if args.ablation:
+        for system in args.systems:
+            records.append(ablation_record(system, load(system), args.samples, 1 if args.quick else 3))
+            emit(records[-1], args.out)
+        return records
     for system in args.systems:
         ham = load(system)
         records.append(step_record(system, ham, cfg, args.steps))

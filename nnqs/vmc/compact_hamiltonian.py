@@ -64,12 +64,13 @@ class CompactHamiltonian:
 
     def __init__(
         self, h1e: np.ndarray, eri: np.ndarray, e_core: float, n_alpha: int, n_beta: int,
-        device: torch.device | str = "cpu",
+        device: torch.device | str = "cpu", element_cutoff: float = ELEMENT_CUTOFF,
     ) -> None:
         n = h1e.shape[0]
         assert h1e.shape == (n, n) and eri.shape == (n, n, n, n), "h1e (n,n) and eri (n,n,n,n) expected"
         self.n_orbitals, self.n_alpha, self.n_beta = n, n_alpha, n_beta
         self.e_core = float(e_core)
+        self.element_cutoff = float(element_cutoff)
         self.device = torch.device(device)
         f64 = dict(dtype=torch.float64, device=self.device)
         self.h1e = torch.as_tensor(h1e, **f64)
@@ -128,5 +129,5 @@ class CompactHamiltonian:
         base = pack(tokens)  # (B, W)
         keys = torch.cat([p[0] for p in parts], dim=1) + base.unsqueeze(1)
         elements = torch.cat([p[1] for p in parts], dim=1)
-        elements = elements.masked_fill(elements.abs() < ELEMENT_CUTOFF, 0.0)
+        elements = elements.masked_fill(elements.abs() < self.element_cutoff, 0.0)
         return Connections(keys, elements, self.diagonal(tokens))

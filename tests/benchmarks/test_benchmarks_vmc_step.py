@@ -39,3 +39,11 @@ def test_quick_vmc_step_benchmark():
 def test_random_sector_configs_are_in_the_sector():
     configs = random_sector_configs(9, 4, 3, 50, seed=0)
     assert ((configs & 1).sum(1) == 4).all() and ((configs >> 1).sum(1) == 3).all()
+
+
+def test_quick_ablation_agrees_with_the_unscreened_local_energy():
+    records = main(["--quick", "--ablation", "--threads", "1"])
+    assert [r["system"] for r in records] == ["H2", "LiH"]
+    for r in records:
+        assert r["max_difference"] < 1e-10  # the symmetry zeros carry no energy
+        assert r["n_evaluated_both"] <= r["n_evaluated_before"]
