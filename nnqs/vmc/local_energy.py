@@ -10,6 +10,10 @@ Estimators:
 
 * ``"exact"`` -- every connected x' (the default; always used for reported energies).
 * ``"sample-space"`` -- only x' inside the current sample set (cheaper, biased).
+* ``"heat-bath"`` -- x' with ``|H[x, x']| >= HEAT_BATH_CUTOFF`` exactly, and the screened-out
+  remainder R_x by ``HEAT_BATH_DRAWS`` draws with probability ``|H[x, x']| / sum_R |H|``, each
+  weighted ``sign(H[x, x']) sum_R |H| / draws``: unbiased, with a variance of its own (as the
+  semistochastic heat-bath CI treats its perturbative remainder).
 
 :func:`local_energy_dense` is the slow, obviously-correct twin (a dense or
 sparse matrix in an enumerated basis) used as a test oracle.
@@ -28,7 +32,9 @@ if TYPE_CHECKING:
     from nnqs.common.distributed import SingleProcess
 
 LogPsiFn = Callable[[torch.Tensor], torch.Tensor]
-Estimator = Literal["exact", "sample-space"]
+Estimator = Literal["exact", "sample-space", "heat-bath"]
+HEAT_BATH_CUTOFF = 1e-2  # Hartree: |H[x, x']| kept exactly by the heat-bath estimator
+HEAT_BATH_DRAWS = 32  # draws per configuration from its screened-out remainder
 
 
 @dataclass
@@ -82,14 +88,16 @@ def local_energy(
     estimator: Estimator = "exact",
     max_batch: int = 8192,
     max_connected: int = 2**22,
+    generator: torch.Generator | None = None,
 ) -> LocalEnergyResult:
     """Local energies of unique ``configs`` ``(U, n)`` whose amplitudes are ``log_psi`` ``(U,)``.
 
     ``max_batch`` bounds the configurations per network call; ``max_connected``
     bounds the connected entries held at once (samples are processed in chunks
     of ``max_connected // K``; x' already evaluated in earlier chunks are reused).
+    ``generator`` drives the heat-bath draws.
     """
-    if estimator not in ("exact", "sample-space"):
+    if estimator not in ("exact", "sample-space", "heat-bath"):
         raise ValueError(f"unknown estimator {estimator!r}")
     log_psi = log_psi.detach().to(torch.complex128)
     table = AmplitudeTable(pack(configs), log_psi)
@@ -98,12 +106,16 @@ def local_energy(
     for start in range(0, configs.shape[0], chunk):
         rows = slice(start, start + chunk)
         conn = ham.connections(configs[rows])
-        owner, k = torch.nonzero(conn.elements, as_tuple=True)
-        keys, elements = conn.keys[owner, k], conn.elements[owner, k]
+        if estimator == "heat-bath":
+            owner, k, elements = heat_bath_terms(conn.elements, HEAT_BATH_CUTOFF, HEAT_BATH_DRAWS, generator)
+        else:
+            owner, k = torch.nonzero(conn.elements, as_tuple=True)
+            elements = conn.elements[owner, k]
+        keys = conn.keys[owner, k]
         uniq, inverse = unique_keys(keys)
         slot = lookup(table.keys, uniq)
         missing = slot < 0
-        if estimator == "exact" and bool(missing.any()):
+        if estimator != "sample-space" and bool(missing.any()):
             new_keys = uniq[missing]
             new_log_psi = evaluate_chunked(log_psi_fn, unpack(new_keys, configs.shape[1]), max_batch)
             n_eval += len(new_keys)
@@ -111,7 +123,7 @@ def local_energy(
             slot = lookup(table.keys, uniq)
         seen.append(uniq)
         slot = slot[inverse]
-        valid = slot >= 0  # all, for "exact"; only x' inside the sample set for "sample-space"
+        valid = slot >= 0  # all, but for "sample-space": only x' inside the sample set
         ratio = torch.exp(table.log_psi[slot[valid]] - log_psi[rows][owner[valid]])
         e = conn.diagonal.to(torch.complex128)
         e = e.index_add(0, owner[valid], elements[valid].to(torch.complex128) * ratio)
@@ -119,6 +131,29 @@ def local_energy(
         n_conn += len(keys)
     n_unique = len(seen[0]) if len(seen) == 1 else len(unique_keys(torch.cat(seen))[0]) if seen else 0
     return LocalEnergyResult(torch.cat(values), n_conn, n_unique, n_eval)
+
+
+def heat_bath_terms(
+    elements: torch.Tensor, cutoff: float, draws: int, generator: torch.Generator | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The terms of the heat-bath estimator for connection ``elements`` ``(B, K)``: row and column
+    indices and coefficients ``(T,)``: every element of magnitude at least ``cutoff`` as it is, and
+    ``draws`` draws per row from the smaller nonzero ones with probability proportional to their
+    magnitude, each with coefficient ``sign * (their magnitude sum) / draws``; the expected sum of
+    ``coefficient * ratio`` over a row's terms is its exact ``sum_k H[x, x'_k] ratio_k``."""
+    magnitude = elements.abs()
+    large = magnitude >= cutoff
+    owner, k = torch.nonzero(large, as_tuple=True)
+    small = torch.where(large, torch.zeros_like(magnitude), magnitude)
+    remainder = small.sum(1)
+    rows = torch.nonzero(remainder > 0).squeeze(1)
+    if len(rows) == 0 or draws == 0:
+        return owner, k, elements[owner, k]
+    picked = torch.multinomial(small[rows], draws, replacement=True, generator=generator)  # (R, draws)
+    picked_rows = rows.unsqueeze(1).expand_as(picked)
+    weight = (remainder[rows] / draws).unsqueeze(1) * torch.sign(elements[picked_rows, picked])
+    return (torch.cat([owner, picked_rows.reshape(-1)]), torch.cat([k, picked.reshape(-1)]),
+            torch.cat([elements[owner, k], weight.reshape(-1)]))
 
 
 def local_energy_dense(
