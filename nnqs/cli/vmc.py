@@ -38,7 +38,7 @@ FLAGS = {
     "phase_pretrain": (int, "teacher mp1: steps fitting the phase to perturbative signs (default 300; 0: off)"),
     "dtype": (str, "float64 (default) or float32 network"),
     "device": (str, "cpu (default) or cuda"),
-    "estimator": (str, "local energy during training: exact (default) or sample-space"),
+    "estimator": (str, "local energy during training with --selection samples: exact (default), sample-space or heat-bath"),
     "max_batch": (int, "configurations per network call in the local energy (memory knob)"),
     "final_samples": (int, "fresh samples for the reported energy (default 1e12)"),
     "checkpoint_every": (int, "steps between checkpoints (default 50)"),

@@ -51,7 +51,7 @@ class VMCConfig:
     warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
-    estimator: Literal["exact", "sample-space"] = "exact"
+    estimator: Literal["exact", "sample-space", "heat-bath"] = "exact"  # selection "samples" only
     unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
     unique_max: int = 2048  # quarter it while more are seen (0: off)
     max_batch: int = 8192  # configurations per network call in the local energy
