@@ -178,12 +178,16 @@ def share_local_energy(
     connected x'. Every rank enumerates and deduplicates the connected x' of *all* samples (cheap),
     then evaluates the network on its share of the distinct x' only; the amplitudes are gathered."""
     log_psi = log_psi.detach()
+    # The heat-bath draws must pick the same x' on every rank (the ranks share their evaluation),
+    # so they are seeded by the sample set, which every rank holds alike; a run also repeats them.
+    generator = torch.Generator(configs.device).manual_seed(int(pack(configs).sum()) % 2**63)
     if comm.world_size == 1:
-        result = local_energy(wf.log_psi, ham, configs, log_psi, estimator, max_batch)
+        result = local_energy(wf.log_psi, ham, configs, log_psi, estimator, max_batch, generator=generator)
         return result.values, result.n_unique_connected
 
     def log_psi_by_shares(tokens: torch.Tensor) -> torch.Tensor:  # called alike on every rank
         return comm.unshare(wf.log_psi(comm.share(tokens)))
 
-    result = local_energy(log_psi_by_shares, ham, configs, comm.unshare(log_psi), estimator, max_batch)
+    result = local_energy(log_psi_by_shares, ham, configs, comm.unshare(log_psi), estimator, max_batch,
+                          generator=generator)
     return comm.share(result.values), result.n_unique_connected

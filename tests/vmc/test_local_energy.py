@@ -184,3 +184,27 @@ def test_heat_bath_terms_without_remainder_are_the_elements():
     owner, k, coefficient = heat_bath_terms(elements, 0.4, 8, torch.Generator().manual_seed(0))
     dense = torch.zeros_like(elements).index_put_((owner, k), coefficient, accumulate=True)
     assert dense[0, 0] == 0.5 and float(dense[0, 2]) == pytest.approx(-0.2) and float(dense[1, 1]) == pytest.approx(0.3)
+
+
+def test_heat_bath_draws_follow_the_sample_set_not_the_global_generator(monkeypatch):
+    # Every rank evaluates the same x' only if the draws depend on what all ranks hold alike.
+    import types
+
+    import nnqs.vmc.local_energy as le
+    from nnqs.common.distributed import SingleProcess
+
+    n, n_alpha, n_beta = 5, 2, 2
+    h, g = random_integrals(n, seed=3)
+    ham = CompactHamiltonian(h, g, 0.0, n_alpha, n_beta)
+    fn = toy_log_psi(n, seed=1)
+    samples = sector_tokens(n, n_alpha, n_beta)[:6]
+    magnitudes = ham.connections(samples).elements.abs()
+    monkeypatch.setattr(le, "HEAT_BATH_CUTOFF", float(magnitudes[magnitudes > 0].median()))
+    wf = types.SimpleNamespace(log_psi=fn)
+    values = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        values.append(le.share_local_energy(wf, ham, samples, fn(samples), "heat-bath", 64, SingleProcess())[0])
+    assert torch.equal(values[0], values[1])
+    exact = local_energy(fn, ham, samples, fn(samples)).values
+    assert not torch.allclose(values[0], exact)  # the draws are there
