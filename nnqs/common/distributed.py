@@ -124,6 +124,8 @@ class TorchDistributed(SingleProcess):
         self.dist.all_gather(sizes, n)
         sizes = [int(s) for s in sizes]
         rows = max(sizes)
+        if rows == 0:  # every rank empty: nothing to gather (a zero-size block cannot be split)
+            return tensor.detach().clone()
         padded = tensor.detach().contiguous()
         if tensor.shape[0] < rows:
             padded = torch.cat([padded, padded.new_zeros((rows - tensor.shape[0], *tensor.shape[1:]))])

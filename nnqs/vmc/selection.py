@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from nnqs.common.distributed import SingleProcess
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.keys import lookup, pack, unique_keys, unpack
 from nnqs.vmc.local_energy import LogPsiFn, evaluate_chunked, local_energy
@@ -61,6 +62,7 @@ class Selection:
 def select_core(
     log_psi_fn: LogPsiFn, ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor,
     threshold: float, max_size: int, max_batch: int = 8192, energy: float | None = None,
+    comm: SingleProcess | None = None,
 ) -> Selection:
     """Keep the configurations of ``configs`` ``(U, n)`` (amplitudes ``log_psi`` ``(U,)``) and of
     their connected set whose ``|psi| / max |psi|`` over ``configs`` is at least ``threshold``;
@@ -70,13 +72,18 @@ def select_core(
     configuration a also passes on its first-order amplitude
     ``|<a|H|psi_S>| / |energy - H[a, a]|`` relative to ``max |psi_S|`` (psi normalised on the
     set), as CIPSI selects: the network's own guess for a configuration outside the set gets no
-    gradient, so a configuration it underrates would otherwise never come back."""
+    gradient, so a configuration it underrates would otherwise never come back.
+
+    With ``comm`` every rank enumerates the same external space and evaluates the network on
+    its share of it (the costly part); the amplitudes are gathered, so every rank selects the
+    same core."""
+    comm = comm or SingleProcess()
     log_psi = log_psi.detach().to(torch.complex128)
     amplitudes = normalised_amplitudes(log_psi)
     outside, coupling = external_space(ham, configs, amplitudes)
     tokens = unpack(outside, configs.shape[1]).to(configs.device)
     ceiling = float(log_psi.real.max())
-    score_out = evaluate_chunked(log_psi_fn, tokens, max_batch).real - ceiling
+    score_out = comm.unshare(evaluate_chunked(log_psi_fn, comm.share(tokens), max_batch).real) - ceiling
     if energy is not None and len(tokens):
         first_order = coupling.abs() / (energy - ham.diagonal(tokens)).abs().clamp_min(1e-12)
         score_out = torch.maximum(score_out, torch.log(first_order / amplitudes.abs().max()))

@@ -157,8 +157,8 @@ def working_set(
     samples, counts = draw(wf, n_samples, generator, cfg.core_samples)
     comm.check_same_samples(samples, counts)
     configs = samples if core is None else unique_union(core, samples)
-    with torch.no_grad():
-        log_psi = wf.log_psi(configs, chunk_size=cfg.max_batch)
+    with torch.no_grad():  # each rank its share of the set, then every rank holds all of it
+        log_psi = comm.unshare(wf.log_psi(comm.share(configs), chunk_size=cfg.max_batch))
     return configs, set_weights(log_psi), log_psi, int(counts.sum())
 
 
@@ -185,7 +185,7 @@ def vmc_step(
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
     if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
         new_core = select_core(wf.log_psi, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
-                               est.energy if cfg.core_rule == "first-order" else None).configs
+                               est.energy if cfg.core_rule == "first-order" else None, comm).configs
     lr = opt.param_groups[0]["lr"]
     opt.step()
     sched.step()
