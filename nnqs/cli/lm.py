@@ -40,7 +40,7 @@ TRAIN_FLAGS = (
     ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints"),
     ("--checkpoint-seconds", "checkpoint_seconds", float, "seconds between checkpoints as well (0: off)"),
     ("--threads", "threads", int, "torch CPU threads (0: torch's choice)"),
-    ("--answer-mask-prob", "answer_mask_prob", float, "encoder: share of rows whose whole answer is masked"),
+    ("--answer-mask-prob", "answer_mask_prob", float, "encoder: share of answering rows (question intact, whole answer masked)"),
     ("--target-exact", "target_exact", float, "stop once validation exact match reaches this twice in a row (0: off)"),
 )
 

@@ -4,7 +4,9 @@ It reads one sequence ``question answer`` (the A5 tokens, no role markers) with 
 (non-causal) self-attention; padding is masked in attention and in the loss.
 
 * Training (:meth:`EncoderLM.loss`): BERT's rule (:mod:`nnqs.lm.masking`) corrupts 15% of
-  the real tokens of question and answer; cross entropy on those positions only.
+  the real tokens of question and answer; cross entropy on those positions only. Three rows
+  in four (``answer_mask_prob``) are answering rows instead: the question intact, the whole
+  answer masked, as at answering time.
 * Answering (:meth:`EncoderLM.fill`): the answer's BOS is given and its other slots
   start as ``[MASK]``; they are filled either all at once in one parallel pass
   (``parallel``) or one per pass, the most confident open slot first (``iterative``,
@@ -66,7 +68,8 @@ class EncoderLM(nn.Module):
     def loss(self, batch: Batch, generator: torch.Generator | None = None, answer_mask_prob: float = 0.0
              ) -> torch.Tensor:
         """Masked-LM cross entropy over the corrupted positions only (15%, 80/10/10, never PAD);
-        with probability ``answer_mask_prob`` a row's answer slots after BOS are all masked too."""
+        with probability ``answer_mask_prob`` a row is an answering row instead: question intact,
+        answer slots after BOS all masked (:func:`nnqs.lm.masking.mask_tokens`)."""
         seq, real, a_pos = self.pack(batch)
         span = None
         if answer_mask_prob > 0:

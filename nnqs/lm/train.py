@@ -62,7 +62,7 @@ class TrainConfig:
     checkpoint_every: int = 250
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
     threads: int = 0  # torch threads (0: leave torch's default)
-    answer_mask_prob: float = 1.0  # encoder: share of rows whose answer slots are all masked
+    answer_mask_prob: float = 0.75  # encoder: share of answering rows (question intact, answer slots all masked)
     target_exact: float = 1.0  # stop once validation exact match >= this at two evaluations in a row (0: off)
 
     def __post_init__(self) -> None:

@@ -153,16 +153,20 @@ def test_tiny_set_is_overfitted_to_exact_match_one(order, tmp_path):
     assert metrics.exact_match == 1.0 and metrics.token_accuracy == 1.0
 
 
-def test_whole_answer_masking_share_of_rows():
+def test_answering_rows_keep_the_question_and_mask_the_whole_answer():
     gen = torch.Generator().manual_seed(1)
     tokens = torch.randint(0, 16, (20000, 14), generator=gen)
     real = torch.ones(20000, 14, dtype=torch.bool)
     span = torch.zeros(20000, 14, dtype=torch.bool)
     span[:, 10:] = True  # the answer slots after BOS
     inputs, chosen = mask_tokens(tokens, real, gen, span=span, span_prob=0.3)
-    whole = (inputs[:, 10:] == MASK).all(dim=1)
-    # rows masked whole by the 15% rule alone: 0.12**4 (about 2e-4), negligible against 0.3
-    assert float(whole.float().mean()) == pytest.approx(0.3, abs=0.015)  # sd ~0.003
-    assert bool(chosen[whole][:, 10:].all())  # the loss covers every whole-masked slot
-    rate_q = float(chosen[:, :10].float().mean())
-    assert rate_q == pytest.approx(0.15, abs=0.005)  # the question keeps BERT's 15%
+    answering = (inputs[:, 10:] == MASK).all(dim=1) & ~chosen[:, :10].any(dim=1)
+    # a BERT row looks like this with probability 0.12**4 * 0.85**10 (about 4e-5): negligible
+    assert float(answering.float().mean()) == pytest.approx(0.3, abs=0.015)  # sd ~0.003
+    assert bool(chosen[answering][:, 10:].all())  # the loss covers every masked answer slot ...
+    assert torch.equal(inputs[answering][:, :10], tokens[answering][:, :10])  # ... of an intact question
+    bert = ~answering
+    assert float(chosen[bert].float().mean()) == pytest.approx(0.15, abs=0.005)  # the others: BERT's 15%
+    assert torch.equal(inputs[bert][~chosen[bert]], tokens[bert][~chosen[bert]])
+    _, plain_chosen = mask_tokens(tokens, real, torch.Generator().manual_seed(5), span=span)
+    assert float(plain_chosen.float().mean()) == pytest.approx(0.15, abs=0.005)  # span_prob 0: BERT alone
