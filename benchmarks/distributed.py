@@ -60,13 +60,10 @@ def run_once(n_proc: int, size: dict, optimizer: str, workdir: Path) -> dict:
     out = workdir / f"{optimizer}-{n_proc}"
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
-    for attempt in range(2):  # one retry when a rank dies by a signal (seen rarely on a loaded machine)
-        start = time.perf_counter()  # whole launched runs (step times come from history.csv), so not Timer
-        proc = subprocess.run(vmc_command(n_proc, size, optimizer, config, out), env=env, cwd=workdir,
-                              capture_output=True, text=True)  # fmt: skip
-        wall = time.perf_counter() - start
-        if proc.returncode == 0 or "Signal" not in proc.stderr:
-            break
+    start = time.perf_counter()  # whole launched runs (step times come from history.csv), so not Timer
+    proc = subprocess.run(vmc_command(n_proc, size, optimizer, config, out), env=env, cwd=workdir,
+                          capture_output=True, text=True)  # fmt: skip
+    wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{n_proc}-process run failed:\n{proc.stderr[-2000:]}")
     with open(out / "history.csv") as fh:

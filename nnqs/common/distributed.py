@@ -7,7 +7,8 @@ of this rank (``share`` / ``unshare``). :class:`SingleProcess` is the default:
 every operation is the identity and torch.distributed is never imported.
 :class:`TorchDistributed` wraps an initialised torch.distributed process group
 (gloo on CPU, NCCL on CUDA, where rank r uses ``cuda:LOCAL_RANK``);
-:func:`from_environment` builds one from torchrun's environment variables.
+:func:`from_environment` builds one from torchrun's environment variables;
+:func:`init_process_group` creates the group (use it rather than torch's own: see why there).
 
 How the work is split. Sampling is cheap and deterministic given the sampler's
 generator, and the unique-prefix sampler returns a few thousand unique
@@ -33,6 +34,9 @@ that the ranks drew the same samples.
 from __future__ import annotations
 
 import os
+import sys
+import time
+from pathlib import Path
 from typing import Iterable, Protocol, runtime_checkable
 
 import torch
@@ -171,10 +175,17 @@ class TorchDistributed(SingleProcess):
             raise RuntimeError(f"rank {self.rank}: the ranks drew different samples (models out of sync)")
 
     def close(self) -> None:
-        if self.dist.is_initialized():
-            # every rank reaches this point before any tears the group down: a rank that leaves
-            # while a peer is still inside a collective closes sockets the peer is reading from
-            self.dist.barrier()
+        """Leave the process group: every rank meets at a barrier first, except on the way out of
+        an exception (``close`` in a ``finally``), where the peers may be inside another collective
+        and a barrier would wait for them until the group's timeout. The group is destroyed even if
+        the barrier fails: a group left alive is torn down at interpreter exit (see
+        :func:`init_process_group`)."""
+        if not self.dist.is_initialized():
+            return
+        try:
+            if sys.exc_info()[1] is None:
+                self.dist.barrier()
+        finally:
             self.dist.destroy_process_group()
 
 
@@ -194,5 +205,54 @@ def from_environment(device: str = "cpu") -> Communicator:
         torch.cuda.set_device(device)
         backend = "nccl"
     if not dist.is_initialized():
-        dist.init_process_group(backend)
+        init_process_group(backend)
     return TorchDistributed(device)
+
+
+def init_process_group(backend: str, **options: object) -> None:
+    """``torch.distributed.init_process_group(backend, **options)``, with ``torch.distributed.nn``
+    imported first.
+
+    Why: ``torch.distributed.nn.functional`` binds ``group=group.WORLD`` as the default argument
+    of ten functions when it is imported. torch imports it lazily, with ``torch._dynamo``, which
+    the first ``torch.func`` transform loads (the per-sample Jacobian of SR). Imported after the
+    group exists, those defaults hold the group: ``destroy_process_group`` then leaves it alive,
+    with gloo's worker and I/O threads (and rank 0's TCPStore server thread) still running while
+    the interpreter shuts down. A gloo worker that then releases a finished collective drops
+    tensors whose Python objects need the GIL; a thread asking for the GIL during finalization
+    is ended by ``pthread_exit``, whose unwinding through C++ calls ``std::terminate``: the rank
+    dies by SIGABRT, "terminate called without an active exception" (now and then, more often on
+    a loaded machine). Imported first, the defaults are None and the group dies with
+    ``destroy_process_group``, which joins its threads.
+    """
+    import torch.distributed as dist
+    import torch.distributed.nn  # noqa: F401  (see above)
+
+    dist.init_process_group(backend, **options)
+
+
+def process_group_threads(wait: float = 0.0) -> list[str]:
+    """Names of the threads of torch.distributed (gloo, NCCL, TCPStore) still running in this
+    process, after waiting up to ``wait`` seconds for them to end (a joined thread can stay listed
+    for a moment); empty once :meth:`TorchDistributed.close` released the group (Linux; else empty)."""
+    deadline = time.monotonic() + wait
+    while True:
+        names = _thread_names()
+        left = sorted(n for n in names if n.startswith(("pt_gloo", "gloo_", "pt_tcpstore", "pt_nccl")))
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.01)
+
+
+def _thread_names() -> list[str]:
+    """The names of this process's threads (Linux ``/proc``; else none)."""
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return []
+    names = []
+    for task in tasks.iterdir():
+        try:
+            names.append((task / "comm").read_text().strip())
+        except OSError:  # the thread ended meanwhile
+            continue
+    return names
