@@ -17,9 +17,9 @@ history and ``train.json``), so the folders can be evaluated, shown and timed ag
 """
 from __future__ import annotations
 
-import torch
-
 from pathlib import Path
+
+import torch
 
 from benchmarks.common import benchmark_parser, emit, software, timed
 from nnqs.common.runfolder import claim
@@ -88,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     test_size = args.test_size or (100 if args.quick else 2000)
+    runs = None if args.runs is None else Path(args.runs)
     for arch in args.arch:
         for seed in args.seeds:
-            runs = None if args.runs is None else Path(args.runs)
             emit(run_one(arch, args.quick, test_size, seed, runs, args.threads or 0), args.out)
     return 0
 

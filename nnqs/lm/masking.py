@@ -12,8 +12,8 @@ whole answer ``span`` is chosen and set to ``[MASK]``. An answering row's target
 determined by its input; had its question been corrupted by the 15% rule too (as an
 earlier version did), a masked operand digit would leave the answer undetermined and its
 loss pure noise (benchmarks/RESULTS.md: fresh exact match 0.982 / 0.963 / 0.9945 on seeds
-0-2 before, 0.999 / 1.0 / 1.0 now, with three answering rows in four). All draws come from the run's ``torch.Generator``, so a training run is seeded
-and resumes bit for bit.
+0-2 before, 0.999 / 1.0 / 1.0 now, with three answering rows in four). All draws come from
+the run's ``torch.Generator``, so a training run is seeded and resumes bit for bit.
 """
 from __future__ import annotations
 
