@@ -43,11 +43,37 @@ class Snapshot:
     counters: dict
 
 
-def take_snapshot(state) -> Snapshot:
-    """Deep copies of ``state``'s model, optimiser and schedule state dicts, and its counters."""
-    model = {k: v.detach().clone() for k, v in state.model.state_dict().items()}
-    return Snapshot(model, copy.deepcopy(state.opt.state_dict()), copy.deepcopy(state.sched.state_dict()),
-                    copy.deepcopy(state.counters()))
+def take_snapshot(state, into: Snapshot | None = None) -> Snapshot:
+    """Deep copies of ``state``'s model, optimiser and schedule state dicts, and its counters.
+
+    With ``into`` (an earlier snapshot of the same run), tensors are copied into its buffers
+    wherever the structure still matches, in one ``_foreach_copy_``: a step's snapshot then
+    costs a memory copy instead of a deep copy of every optimiser tensor."""
+    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    model = _copy_tree(state.model.state_dict(), None if into is None else into.model, pairs)
+    optimizer = _copy_tree(state.opt.state_dict(), None if into is None else into.optimizer, pairs)
+    if pairs:
+        torch._foreach_copy_([d for d, _ in pairs], [s for _, s in pairs])
+    return Snapshot(model, optimizer, copy.deepcopy(state.sched.state_dict()), copy.deepcopy(state.counters()))
+
+
+def _copy_tree(src, old, pairs: list):
+    """A deep copy of ``src`` (nested dicts, lists, tensors, plain values). Tensors whose
+    counterpart in ``old`` has the same shape, dtype and device are reused: their copy is
+    queued in ``pairs`` as (destination, source) and left to the caller."""
+    if isinstance(src, torch.Tensor):
+        if (isinstance(old, torch.Tensor) and old.shape == src.shape and old.dtype == src.dtype
+                and old.device == src.device):
+            pairs.append((old, src.detach()))
+            return old
+        return src.detach().clone()
+    if isinstance(src, dict):
+        same = isinstance(old, dict)
+        return {k: _copy_tree(v, old.get(k) if same else None, pairs) for k, v in src.items()}
+    if isinstance(src, (list, tuple)):
+        same = isinstance(old, type(src)) and len(old) == len(src)
+        return type(src)(_copy_tree(v, old[i] if same else None, pairs) for i, v in enumerate(src))
+    return copy.deepcopy(src)
 
 
 def restore_snapshot(state, snap: Snapshot) -> None:
@@ -74,10 +100,17 @@ def non_finite_reason(result, wf: torch.nn.Module) -> str | None:
         value = getattr(result, name, 0.0)
         if not math.isfinite(value):
             return f"{name} {value}"
-    for name, p in wf.named_parameters():
-        if not bool(torch.isfinite(p).all()):
-            return f"parameter {name}"
-    return None
+    named = list(wf.named_parameters())
+    if _all_finite([p for _, p in named]):
+        return None
+    return next(f"parameter {name}" for name, p in named if not bool(torch.isfinite(p).all()))
+
+
+def _all_finite(tensors: list[torch.Tensor]) -> bool:
+    """Whether every entry of every tensor is finite (one synchronisation, not one per tensor)."""
+    if not tensors:
+        return True
+    return bool(torch.stack([torch.isfinite(t).all() for t in tensors]).all())
 
 
 @dataclass
@@ -98,8 +131,8 @@ class DivergenceGuard:
 
     def before_step(self, state) -> None:
         """Copy the state about to be stepped from (kept only while its parameters are finite)."""
-        if self._snap is None or all(bool(torch.isfinite(p).all()) for p in state.model.parameters()):
-            self._snap = take_snapshot(state)
+        if self._snap is None or _all_finite(list(state.model.parameters())):
+            self._snap = take_snapshot(state, self._snap)
 
     def accept(self, result, state) -> bool:
         """True if the step is good; otherwise roll back, lower the rate, maybe stop (raises)."""

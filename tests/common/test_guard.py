@@ -1,5 +1,6 @@
 """Divergence guard: an injected NaN rolls the run back and lowers the learning rate; repeated
 NaNs stop it with one clear line and the last good checkpoint intact."""
+import copy
 import csv
 import json
 import math
@@ -161,3 +162,44 @@ def test_scale_learning_rate_scales_the_schedule():
     state.opt.step()
     state.sched.step()
     assert state.opt.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
+def _adam_state():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1 + s))
+    return _CountingState(model=model, opt=opt, sched=sched, generator=torch.Generator(), step=0)
+
+
+def _adam_step(state, x):
+    state.opt.zero_grad()
+    state.model(x).square().sum().backward()
+    state.opt.step()
+    state.sched.step()
+    state.step += 1
+
+
+def test_a_reused_snapshot_equals_a_fresh_deep_copy_and_restores_exactly():
+    """The in-place snapshot (buffers reused from step to step) against the oracle: a fresh
+    deepcopy of every state dict, taken at the same step; then a bad step restored from it."""
+    state, guard, x = _adam_state(), DivergenceGuard(), torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    guard.before_step(state)  # the first snapshot: before AdamW has any state
+    for _ in range(3):
+        _adam_step(state, x)
+        guard.before_step(state)
+    oracle = (copy.deepcopy(state.model.state_dict()), copy.deepcopy(state.opt.state_dict()),
+              copy.deepcopy(state.sched.state_dict()))
+    _adam_step(state, x)  # the live state moves on; the snapshot must not
+    with torch.no_grad():
+        state.model[0].weight[0, 0] = math.nan
+    assert not guard.accept(_Result(), state)
+    assert _same(state.model.state_dict(), oracle[0]) and _same(state.opt.state_dict()["state"], oracle[1]["state"])
+    assert state.sched.state_dict()["last_epoch"] == oracle[2]["last_epoch"] == 3
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
