@@ -1,6 +1,10 @@
 """Speedup of data-parallel VMC: 2 processes (torchrun, gloo) over 1 on this machine.
 
-``python -m benchmarks.distributed [--quick] [--out FILE] [--molecule N2] [--optimizers adamw sr]``
+``python -m benchmarks.distributed [--quick] [--out FILE] [--job n2|h2o-6-31g] [--molecule N2] [--optimizers adamw sr]``
+
+Jobs: ``n2`` (the default) runs N2/STO-3G with a fixed small model under AdamW and SR;
+``h2o-6-31g`` runs the 26-qubit job as a user would, ``nnqs vmc H2O --basis 6-31g`` with the
+default model, optimizer and core mode (only the step count and the sample window are fixed).
 
 For each optimizer the same run (molecule, model, seed, fixed sample count: the
 adaptive sample window is switched off) is made by ``python -m nnqs vmc`` in one
@@ -27,8 +31,14 @@ from pathlib import Path
 
 from benchmarks.common import benchmark_parser, emit, software
 
-FULL = dict(molecule="N2", steps=12, warmup=2, samples=10**5, d_model=32, n_layers=2, optimizers=("adamw", "sr"))
-QUICK = dict(molecule="H2", steps=3, warmup=1, samples=10**4, d_model=8, n_layers=1, optimizers=("adamw",))
+FULL = dict(molecule="N2", basis=None, steps=12, warmup=2, samples=10**5, d_model=32, n_layers=2, lr=0.01,
+            optimizers=("adamw", "sr"))
+# None: the option is not passed, so the run has the defaults of `nnqs vmc`.
+H2O_631G = dict(molecule="H2O", basis="6-31g", steps=8, warmup=2, samples=None, d_model=None, n_layers=None,
+                lr=None, optimizers=(None,))
+JOBS = {"n2": FULL, "h2o-6-31g": H2O_631G}
+QUICK = dict(molecule="H2", basis=None, steps=3, warmup=1, samples=10**4, d_model=8, n_layers=1, lr=0.01,
+             optimizers=("adamw",))
 FIXED_SAMPLES = "unique_min = 0\nunique_max = 0\ncheckpoint_every = 100000\n"
 
 
@@ -38,18 +48,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def vmc_command(n_proc: int, size: dict, optimizer: str, config: Path, out: Path) -> list[str]:
-    """The command line of one run with ``n_proc`` processes."""
+def vmc_command(n_proc: int, size: dict, optimizer: str | None, config: Path, out: Path) -> list[str]:
+    """The command line of one run with ``n_proc`` processes (options that are None: not passed)."""
     if n_proc == 1:
         launcher = [sys.executable, "-m", "nnqs"]
     else:
         torchrun = str(Path(sys.executable).parent / "torchrun")
         launcher = [torchrun, "--nproc_per_node", str(n_proc), "--master_port", str(free_port()), "-m", "nnqs"]
+    options = {"--basis": size["basis"], "--samples": size["samples"], "--d-model": size["d_model"],
+               "--n-layers": size["n_layers"], "--optimizer": optimizer, "--lr": size["lr"]}
+    chosen = [part for name, value in options.items() if value is not None for part in (name, str(value))]
     return launcher + [
-        "vmc", size["molecule"], "--config", str(config), "--steps", str(size["steps"]),
-        "--samples", str(size["samples"]), "--d-model", str(size["d_model"]), "--n-layers", str(size["n_layers"]),
-        "--optimizer", optimizer, "--lr", "0.01", "--threads", "1", "--no-exact", "--final-samples", "1000",
-        "--out", str(out), "--json",
+        "vmc", size["molecule"], "--config", str(config), "--steps", str(size["steps"]), *chosen,
+        "--threads", "1", "--no-exact", "--final-samples", "1000", "--out", str(out), "--json",
     ]  # fmt: skip
 
 
@@ -57,7 +68,7 @@ def run_once(n_proc: int, size: dict, optimizer: str, workdir: Path) -> dict:
     """Run VMC with ``n_proc`` processes; return per-step times, energies and unique counts."""
     config = workdir / "fixed.toml"
     config.write_text(FIXED_SAMPLES)
-    out = workdir / f"{optimizer}-{n_proc}"
+    out = workdir / f"{optimizer or 'default'}-{n_proc}"
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
     start = time.perf_counter()  # whole launched runs (step times come from history.csv), so not Timer
@@ -80,7 +91,8 @@ def compare(size: dict, optimizer: str, workdir: Path) -> dict:
     t1, t2 = statistics.median(one["times"][w:]), statistics.median(two["times"][w:])
     diff = max(abs(a - b) for a, b in zip(one["energies"], two["energies"]))
     return {
-        "benchmark": "distributed", "molecule": size["molecule"], "optimizer": optimizer,
+        "benchmark": "distributed", "molecule": size["molecule"], "basis": size["basis"] or "sto-3g",
+        "optimizer": optimizer or "default",
         "steps": size["steps"], "warmup": w, "samples": size["samples"],
         "median_unique": statistics.median(one["unique"][w:]), "d_model": size["d_model"],
         "n_layers": size["n_layers"], "seconds_per_step_1": round(t1, 6), "seconds_per_step_2": round(t2, 6),
@@ -92,11 +104,13 @@ def compare(size: dict, optimizer: str, workdir: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = benchmark_parser("distributed", __doc__, "H2, tiny model, 3 steps (seconds)")
-    parser.add_argument("--molecule", default=None, help="catalog molecule (default N2)")
+    parser.add_argument("--job", choices=sorted(JOBS), default="n2",
+                        help="n2: N2/STO-3G, fixed small model, AdamW and SR; h2o-6-31g: the 26-qubit default job")
+    parser.add_argument("--molecule", default=None, help="catalog molecule (default: the job's)")
     parser.add_argument("--steps", type=int, default=None, help="steps per run")
     parser.add_argument("--optimizers", nargs="*", default=None, help="adamw and/or sr")
     args = parser.parse_args(argv)
-    size = dict(QUICK if args.quick else FULL)
+    size = dict(QUICK if args.quick else JOBS[args.job])
     for key in ("molecule", "steps", "optimizers"):
         if getattr(args, key):
             size[key] = getattr(args, key)
