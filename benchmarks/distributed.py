@@ -31,14 +31,14 @@ from pathlib import Path
 
 from benchmarks.common import benchmark_parser, emit, software
 
-FULL = dict(molecule="N2", basis=None, steps=12, warmup=2, samples=10**5, d_model=32, n_layers=2, lr=0.01,
-            optimizers=("adamw", "sr"))
+FULL = dict(molecule="N2", basis=None, pretrain_steps=None, steps=12, warmup=2, samples=10**5, d_model=32,
+            n_layers=2, lr=0.01, optimizers=("adamw", "sr"))
 # None: the option is not passed, so the run has the defaults of `nnqs vmc`.
-H2O_631G = dict(molecule="H2O", basis="6-31g", steps=8, warmup=2, samples=None, d_model=None, n_layers=None,
-                lr=None, optimizers=(None,))
+H2O_631G = dict(molecule="H2O", basis="6-31g", pretrain_steps=None, steps=8, warmup=2, samples=None, d_model=None,
+                n_layers=None, lr=None, optimizers=(None,))
 JOBS = {"n2": FULL, "h2o-6-31g": H2O_631G}
-QUICK = dict(molecule="H2", basis=None, steps=3, warmup=1, samples=10**4, d_model=8, n_layers=1, lr=0.01,
-             optimizers=("adamw",))
+QUICK = dict(molecule="H2", basis=None, pretrain_steps=None, steps=3, warmup=1, samples=10**4, d_model=8,
+             n_layers=1, lr=0.01, optimizers=("adamw",))
 FIXED_SAMPLES = "unique_min = 0\nunique_max = 0\ncheckpoint_every = 100000\n"
 
 
@@ -56,7 +56,8 @@ def vmc_command(n_proc: int, size: dict, optimizer: str | None, config: Path, ou
         torchrun = str(Path(sys.executable).parent / "torchrun")
         launcher = [torchrun, "--nproc_per_node", str(n_proc), "--master_port", str(free_port()), "-m", "nnqs"]
     options = {"--basis": size["basis"], "--samples": size["samples"], "--d-model": size["d_model"],
-               "--n-layers": size["n_layers"], "--optimizer": optimizer, "--lr": size["lr"]}
+               "--n-layers": size["n_layers"], "--optimizer": optimizer, "--lr": size["lr"],
+               "--pretrain-steps": size["pretrain_steps"]}
     chosen = [part for name, value in options.items() if value is not None for part in (name, str(value))]
     return launcher + [
         "vmc", size["molecule"], "--config", str(config), "--steps", str(size["steps"]), *chosen,
@@ -92,7 +93,7 @@ def compare(size: dict, optimizer: str, workdir: Path) -> dict:
     diff = max(abs(a - b) for a, b in zip(one["energies"], two["energies"]))
     return {
         "benchmark": "distributed", "molecule": size["molecule"], "basis": size["basis"] or "sto-3g",
-        "optimizer": optimizer or "default",
+        "optimizer": optimizer or "default", "pretrain_steps": size["pretrain_steps"],
         "steps": size["steps"], "warmup": w, "samples": size["samples"],
         "median_unique": statistics.median(one["unique"][w:]), "d_model": size["d_model"],
         "n_layers": size["n_layers"], "seconds_per_step_1": round(t1, 6), "seconds_per_step_2": round(t2, 6),
@@ -109,10 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--molecule", default=None, help="catalog molecule (default: the job's)")
     parser.add_argument("--steps", type=int, default=None, help="steps per run")
     parser.add_argument("--optimizers", nargs="*", default=None, help="adamw and/or sr")
+    parser.add_argument("--pretrain-steps", type=int, default=None,
+                        help="teacher-fit steps before the timed steps (default: the run's default)")
     args = parser.parse_args(argv)
     size = dict(QUICK if args.quick else JOBS[args.job])
-    for key in ("molecule", "steps", "optimizers"):
-        if getattr(args, key):
+    for key in ("molecule", "steps", "optimizers", "pretrain_steps"):
+        if getattr(args, key) is not None:
             size[key] = getattr(args, key)
     with tempfile.TemporaryDirectory(prefix="nnqs-bench-") as tmp:
         for optimizer in size["optimizers"]:

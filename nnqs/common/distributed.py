@@ -24,9 +24,11 @@ all-reduced. The local energy splits the network work, not the samples:
 neighbouring samples share most connected x', so every rank enumerates and
 deduplicates the x' of all samples (no network involved) and evaluates log psi
 on its share of the distinct x', and the amplitudes are gathered
-(:func:`nnqs.vmc.local_energy.share_local_energy`). SR gathers the centred Jacobian rows, each rank
-computes its rows of the 2U x 2U matrix X X^T (the costly product), the rows
-are gathered and every rank solves the same small system. Like
+(:func:`nnqs.vmc.local_energy.share_local_energy`). SR splits the parameters: an all-to-all
+(``exchange_columns``) gives rank r every rank's rows of its contiguous share of the Jacobian's
+columns, so rank r forms X_r X_r^T over its columns (the costly product, 1/K of it) and the
+sums are all-reduced into the U x U matrix; the solves of the modulus and phase blocks are
+shared out by rank, and each rank multiplies its columns back (:func:`nnqs.vmc.sr.sr_direction`). Like
 DistributedDataParallel, this relies on all-reduce giving every rank the same
 bits, which keeps the models (hence the samples) identical; each step checks
 that the ranks drew the same samples.
@@ -57,6 +59,8 @@ class Communicator(Protocol):
 
     def all_gather_rows(self, tensor: torch.Tensor) -> torch.Tensor: ...
 
+    def exchange_columns(self, tensor: torch.Tensor) -> torch.Tensor: ...
+
     def share(self, tensor: torch.Tensor) -> torch.Tensor: ...
 
     def unshare(self, tensor: torch.Tensor) -> torch.Tensor: ...
@@ -84,6 +88,11 @@ class SingleProcess:
 
     def all_gather_rows(self, tensor: torch.Tensor) -> torch.Tensor:
         """Every rank's rows ``(n_r, ...)``, concatenated in rank order -> ``(sum n_r, ...)``."""
+        return tensor
+
+    def exchange_columns(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every rank's rows ``(n_r, P)`` of this rank's columns ``column_ranges(P, world_size)[rank]``,
+        concatenated in rank order -> ``(sum n_r, P_rank)`` (real tensors)."""
         return tensor
 
     def share(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -140,6 +149,22 @@ class TorchDistributed(SingleProcess):
             return out
         return torch.cat([out[r * rows : r * rows + s] for r, s in enumerate(sizes)])
 
+    def exchange_columns(self, tensor: torch.Tensor) -> torch.Tensor:
+        assert tensor.dim() == 2 and not tensor.is_complex(), "a real (rows, columns) tensor"
+        n = torch.tensor([tensor.shape[0]], dtype=torch.int64, device=tensor.device)
+        sizes = [torch.zeros_like(n) for _ in range(self.world_size)]
+        self.dist.all_gather(sizes, n)
+        rows = [int(r) for r in sizes]
+        ranges = column_ranges(tensor.shape[1], self.world_size)
+        lo, hi = ranges[self.rank]
+        # one flat buffer per direction: destination d gets my rows of its columns, row-major, so
+        # what arrives from source s is its (n_s, hi - lo) block and the blocks stack in rank order
+        send = torch.cat([tensor[:, a:b].reshape(-1) for a, b in ranges])
+        received = send.new_empty(sum(rows) * (hi - lo))
+        self.dist.all_to_all_single(received, send, output_split_sizes=[r * (hi - lo) for r in rows],
+                                    input_split_sizes=[tensor.shape[0] * (b - a) for a, b in ranges])
+        return received.view(sum(rows), hi - lo)
+
     def share(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor[self.rank :: self.world_size]
 
@@ -187,6 +212,13 @@ class TorchDistributed(SingleProcess):
                 self.dist.barrier()
         finally:
             self.dist.destroy_process_group()
+
+
+def column_ranges(n_columns: int, world_size: int) -> list[tuple[int, int]]:
+    """Contiguous column ranges ``(start, stop)``, one per rank in rank order, sizes differing by at most 1."""
+    base, extra = divmod(n_columns, world_size)
+    stops = [sum(base + (r < extra) for r in range(k + 1)) for k in range(world_size)]
+    return list(zip([0, *stops[:-1]], stops))
 
 
 def from_environment(device: str = "cpu") -> Communicator:

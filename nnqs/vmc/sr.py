@@ -136,27 +136,33 @@ def sr_direction(
 
 def _solve_blocks(blocks: list, shift: float, comm, n_params: int, device) -> torch.Tensor:
     """``X^T (X X^T + lam)^-1 e`` for each block ``(X, e, columns)``, written into the ``columns``
-    of one ``(n_params,)`` direction; lam relative to the mean diagonal of all blocks' X X^T."""
-    systems = [_gram(x, e, comm) for x, e, _ in blocks]
+    of one ``(n_params,)`` direction; lam relative to the mean diagonal of all blocks' X X^T.
+
+    Over several ranks (each holding its rows of X and e): rank r receives every rank's rows of
+    its share of X's columns (``exchange_columns``), forms their Gram matrix, and the sum over
+    ranks is all-reduced; block b is solved on rank ``b % world_size`` and its solution summed
+    to all (the others add zeros, so every rank holds the same bits); each rank multiplies its
+    columns, and the pieces are gathered in rank order, which is column order."""
+    if comm is None or comm.world_size == 1:
+        systems = [(x, e, self_gram(x)) for x, e, _ in blocks]
+    else:
+        systems = [(comm.exchange_columns(x), comm.all_gather_rows(e)) for x, e, _ in blocks]
+        systems = [(x, e, comm.all_reduce_sum(self_gram(x))) for x, e in systems]
     diagonal = torch.cat([torch.diagonal(t) for _, _, t in systems])
     lam = shift * diagonal.mean().clamp(min=1e-12) + 1e-12
     direction = torch.zeros(n_params, dtype=torch.float64, device=device)
-    for (x, e, t), (_, _, columns) in zip(systems, blocks):
+    for b, ((x, e, t), (_, _, columns)) in enumerate(zip(systems, blocks)):
         t.diagonal().add_(lam)
-        part = x.T @ torch.linalg.solve(t, e)
+        if comm is None or comm.world_size == 1:
+            part = x.T @ torch.linalg.solve(t, e)
+        else:
+            solution = torch.linalg.solve(t, e) if b % comm.world_size == comm.rank else torch.zeros_like(e)
+            part = comm.all_gather_rows(x.T @ comm.all_reduce_sum(solution))
         if columns is None:
             direction = part
         else:
             direction[columns] = part
     return direction
-
-
-def _gram(x: torch.Tensor, e: torch.Tensor, comm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """All ranks' rows of ``x`` and ``e`` and the Gram matrix ``X X^T`` (this rank's rows of ``x``)."""
-    if comm is None or comm.world_size == 1:
-        return x, e, self_gram(x)
-    x_rows, x, e = x, comm.all_gather_rows(x), comm.all_gather_rows(e)
-    return x, e, comm.all_gather_rows(x_rows @ x.T)  # each rank forms its rows of X X^T
 
 
 def self_gram(x: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,8 @@ import torch
 import torch.multiprocessing as mp
 
 from hamiltonians import build_hamiltonian, get_spec
-from nnqs.common.distributed import SingleProcess, TorchDistributed, init_process_group, process_group_threads
+from nnqs.common.distributed import (SingleProcess, TorchDistributed, column_ranges, init_process_group,
+                                     process_group_threads)
 from nnqs.vmc.driver import new_state, run_vmc
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.selection import select_core
@@ -88,7 +89,14 @@ def core_numbers(comm) -> dict:
             "params": torch.cat([p.detach().reshape(-1) for p in state.wf.parameters()])}
 
 
-NUMBERS = {"step": one_step_numbers, "core": core_numbers}
+def exchange_numbers(comm) -> dict:
+    """``exchange_columns`` of uneven row shares (rank r holds 3 + 2r rows; 11 columns)."""
+    full = torch.arange(8 * 11, dtype=torch.float64).view(8, 11)
+    mine = full[:3] if comm.rank == 0 else full[3:]
+    return {"columns": comm.exchange_columns(mine), "empty": comm.exchange_columns(mine[:0] if comm.rank else mine)}
+
+
+NUMBERS = {"step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers}
 
 
 def worker(rank: int, world: int, port: int, out_dir: str, which: str = "step") -> None:
@@ -167,3 +175,22 @@ def test_two_process_cli_run_writes_one_result(tmp_path):
     assert [r.split(",")[0] for r in rows[1:]] == ["0", "1", "2", "3", "4"]
     for name in ("config.toml", "checkpoint.pt", "energy.png"):
         assert (out / name).is_file(), name
+
+
+def test_column_ranges_cover_the_columns_in_order():
+    for n, k in [(11, 2), (10, 2), (1, 2), (7, 3), (0, 2)]:
+        ranges = column_ranges(n, k)
+        assert len(ranges) == k and ranges[0][0] == 0 and ranges[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        assert max(b - a for a, b in ranges) - min(b - a for a, b in ranges) <= 1
+
+
+def test_exchange_columns_gives_each_rank_all_rows_of_its_columns(tmp_path):
+    """Against slicing the whole matrix: rank r gets rows 0..7 (rank 0's 3, then rank 1's 5) of
+    its column range; a rank with no rows contributes none."""
+    mp.spawn(worker, args=(2, free_port(), str(tmp_path), "exchange"), nprocs=2, join=True)
+    full = torch.arange(8 * 11, dtype=torch.float64).view(8, 11)
+    for rank, (lo, hi) in enumerate(column_ranges(11, 2)):
+        got = torch.load(tmp_path / f"rank{rank}.pt")
+        assert torch.equal(got["columns"], full[:, lo:hi])
+        assert torch.equal(got["empty"], full[:3, lo:hi])
