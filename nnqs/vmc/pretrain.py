@@ -54,7 +54,7 @@ def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e
 
 def fit_to_vector(
     wf, configs: torch.Tensor, coefficients: torch.Tensor, steps: int, lr: float = 1e-3,
-    on_step: Callable[[int, float], None] | None = None,
+    on_step: Callable[[int, float], None] | None = None, comm=None,
 ) -> float:
     """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
     on ``configs`` ``(M, n)``, by Adam; return the final loss.
@@ -64,11 +64,23 @@ def fit_to_vector(
     term is the cross entropy of P against c^2 (minimal at P = c^2 on the set, nothing outside);
     the second sets relative signs, weighted by |c| so that light configurations still count.
     ``on_step(step, loss)`` is called after every step (progress).
+
+    With a communicator ``comm`` of several ranks, rank r evaluates the terms of its share
+    ``configs[r::K]`` (and, on ranks > 0, the reference configuration x_0 with no term of its
+    own, for its phase), the gradients are summed, and every rank takes the same Adam step.
     """
     weight2 = coefficients.double().pow(2)
     weight2 = weight2 / weight2.sum()
     sign_weight = coefficients.double().abs() / coefficients.double().abs().sum()
     target = torch.where(coefficients * coefficients[0] >= 0, 0.0, math.pi).double()
+    if comm is not None and comm.world_size > 1:
+        rows = comm.share(torch.arange(len(configs), device=configs.device))
+        if comm.rank > 0:  # the phase reference x_0 (rank 0's first row), weighted 0 here
+            rows = torch.cat([rows.new_zeros(1), rows])
+        configs, target = configs[rows], target[rows]
+        weight2, sign_weight = weight2[rows], sign_weight[rows]
+        if comm.rank > 0:
+            weight2[0] = sign_weight[0] = 0.0
     opt = torch.optim.Adam(wf.parameters(), lr=lr)
     value = float("nan")
     for step in range(steps):
@@ -77,6 +89,9 @@ def fit_to_vector(
         loss = -(weight2 * 2.0 * log_psi.real).sum() + (sign_weight * (1 - torch.cos(phase - phase[0] - target))).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if comm is not None:
+            comm.sum_gradients(wf.parameters())
+            loss = comm.all_reduce_sum(loss.detach())
         opt.step()
         value = float(loss.detach())
         if on_step is not None:

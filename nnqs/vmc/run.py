@@ -143,7 +143,8 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     if data is not None:
         restore_state(data, state, folder.checkpoint)
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
-    teacher = pretrain(wf, compact, cfg, progress and comm.is_root) if init_model is None and data is None else {}
+    fresh = init_model is None and data is None
+    teacher = pretrain(wf, compact, cfg, progress and comm.is_root, comm) if fresh else {}
     seed = teacher.pop("configs", None)
     if cfg.selection == "core" and state.core is None:
         state.core = seed if seed is not None else wf.hf_config().unsqueeze(0)
@@ -173,10 +174,11 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     return result
 
 
-def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool) -> dict:
+def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=None) -> dict:
     """Teacher "sci": grow a selected-CI vector from HF and fit the network's modulus and sign to it
-    (its configurations seed the core); teacher "mp1": perturbative signs for the phase head.
-    Returns what the result should record (``configs``: the teacher's set, popped by the caller)."""
+    (its configurations seed the core; the fit is split over the ranks of ``comm``); teacher "mp1":
+    perturbative signs for the phase head. Returns what the result should record (``configs``:
+    the teacher's set, popped by the caller)."""
     if cfg.teacher == "mp1":
         if cfg.phase_pretrain:
             pretrain_phase(wf, ham, cfg.phase_pretrain)
@@ -188,7 +190,7 @@ def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool) -> dic
         print(f"pretraining on a selected-CI vector of {len(sci.configs)} configurations "
               f"(E = {sci.energy:.8f} Ha, {sci.rounds} rounds)", file=sys.stderr, flush=True)
     fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), cfg.pretrain_steps, cfg.pretrain_lr,
-                  None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"))
+                  None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"), comm)
     return {"configs": sci.configs, "e_teacher_sci": sci.energy, "n_teacher": len(sci.configs),
             "pretrain_s": time.perf_counter() - t0}
 

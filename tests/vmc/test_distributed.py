@@ -18,6 +18,7 @@ from nnqs.common.distributed import (SingleProcess, TorchDistributed, column_ran
                                      process_group_threads)
 from nnqs.vmc.driver import new_state, run_vmc
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.pretrain import fit_to_vector
 from nnqs.vmc.selection import select_core
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc.step import VMCConfig, energy_and_loss, final_energy, set_sr_gradient
@@ -96,7 +97,19 @@ def exchange_numbers(comm) -> dict:
     return {"columns": comm.exchange_columns(mine), "empty": comm.exchange_columns(mine[:0] if comm.rank else mine)}
 
 
-NUMBERS = {"step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers}
+def fit_numbers(comm) -> dict:
+    """Five steps of the teacher fit on 21 configurations with mixed signs: the parameters and losses."""
+    ham = build_hamiltonian(get_spec("LiH"))
+    wf = tiny_wf(ham)
+    configs = wf.sample(10**4, generator=torch.Generator().manual_seed(2))[0][:21]
+    coefficients = torch.randn(len(configs), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    losses = []
+    fit_to_vector(wf, configs, coefficients / coefficients.norm(), 5, 1e-2, lambda step, loss: losses.append(loss),
+                  comm=comm)  # fmt: skip
+    return {"losses": losses, "params": torch.cat([p.detach().reshape(-1) for p in wf.parameters()])}
+
+
+NUMBERS = {"step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers, "fit": fit_numbers}
 
 
 def worker(rank: int, world: int, port: int, out_dir: str, which: str = "step") -> None:
@@ -194,3 +207,13 @@ def test_exchange_columns_gives_each_rank_all_rows_of_its_columns(tmp_path):
         got = torch.load(tmp_path / f"rank{rank}.pt")
         assert torch.equal(got["columns"], full[:, lo:hi])
         assert torch.equal(got["empty"], full[:3, lo:hi])
+
+
+def test_the_teacher_fit_on_two_ranks_equals_one_process(tmp_path):
+    mp.spawn(worker, args=(2, free_port(), str(tmp_path), "fit"), nprocs=2, join=True)
+    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
+    single = fit_numbers(SingleProcess())
+    assert single["losses"][-1] < single["losses"][0]
+    for rank in ranks:
+        assert_same(rank, single)
+    assert torch.equal(ranks[0]["params"], ranks[1]["params"])
