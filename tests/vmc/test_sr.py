@@ -72,3 +72,8 @@ def test_self_gram_equals_the_matrix_product(shape):
     x = torch.randn(*shape, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     torch.testing.assert_close(self_gram(x), x @ x.T, atol=1e-12, rtol=1e-12)
     torch.testing.assert_close(self_gram(x), self_gram(x).T, atol=0, rtol=0)
+
+
+def test_self_gram_of_no_columns_is_zero():
+    """A rank's share of the Jacobian's columns can be empty (fewer columns than ranks)."""
+    assert torch.equal(self_gram(torch.zeros(3, 0, dtype=torch.float64)), torch.zeros(3, 3, dtype=torch.float64))
