@@ -66,6 +66,10 @@ class Frontier:
         return [Frontier(*fields, self.cache, r, shared=True) for *fields, r in zip(*parts, row_parts)]
 
 
+class UniqueLimit(Exception):
+    """A draw abandoned because it would hold more unique configurations than its ``max_unique``."""
+
+
 def split_counts(
     counts: torch.Tensor, probs: torch.Tensor, generator: torch.Generator | None = None
 ) -> torch.Tensor:
@@ -128,6 +132,7 @@ def sample_unique(
     generator: torch.Generator | None = None,
     use_cache: bool = True,
     max_frontier: int = 2**16,
+    max_unique: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw ``n_samples`` configurations from ``model``; return them deduplicated.
 
@@ -135,6 +140,10 @@ def sample_unique(
     and ``counts`` ``(U,)`` int64 with ``counts.sum() == n_samples``. ``use_cache=False``
     re-runs the whole prefix every step (the slow reference; same generator stream).
     ``max_frontier`` bounds the prefixes processed at once (depth-first beyond it).
+    ``max_unique`` (0: off): raise :class:`UniqueLimit` as soon as more than that many prefixes
+    are alive. Every live prefix carries at least one sample, so it ends as at least one unique
+    configuration: the draw is abandoned exactly when its result would hold more than
+    ``max_unique``, before the frontier (and its caches) grows any further.
     """
     n_samples = _check_args(model, n_samples, generator, max_frontier)
     device = model.device
@@ -148,16 +157,22 @@ def sample_unique(
     )
     done: list[Frontier] = []
     stack = [root]
+    settled = 1  # prefixes alive outside the current frontier: on the stack (the root) and done
     with torch.no_grad():
         while stack:
             frontier = stack.pop()
+            settled -= len(frontier)
             while frontier.prefix.shape[1] < model.n_orbitals:
                 frontier = _step(model, frontier, generator)
+                if max_unique and settled + len(frontier) > max_unique:
+                    raise UniqueLimit(max_unique)
                 if len(frontier) > max_frontier:
                     first, *rest = frontier.chunks(max_frontier)
                     stack.extend(reversed(rest))
+                    settled += sum(len(f) for f in rest)
                     frontier = first
             done.append(frontier)
+            settled += len(frontier)
     configs = torch.cat([f.prefix for f in done])
     counts = torch.cat([f.counts for f in done]).long()
     return configs, counts

@@ -291,9 +291,10 @@ class TransformerWavefunction(nn.Module):
         generator: torch.Generator | None = None,
         use_cache: bool = True,
         max_frontier: int = 2**16,
+        max_unique: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Unique configurations ``(U, n)`` long and their counts ``(U,)`` long (sum ``n_samples``).
 
         See :func:`nnqs.vmc.sampler.sample_unique`.
         """
-        return sample_unique(self, n_samples, generator, use_cache, max_frontier)
+        return sample_unique(self, n_samples, generator, use_cache, max_frontier, max_unique)

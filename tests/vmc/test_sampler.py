@@ -8,7 +8,8 @@ from scipy.stats import chisquare
 from nnqs import TransformerWavefunction
 from nnqs.vmc.configurations import all_configurations, in_sector
 from nnqs.common.errors import UserError
-from nnqs.vmc.sampler import split_counts
+from nnqs.vmc.sampler import UniqueLimit, split_counts
+from nnqs.vmc.step import draw
 
 N, NA, NB = 6, 3, 2
 P_THRESHOLD = 1e-3
@@ -200,3 +201,37 @@ def _check_branching_cache(core, tokens, BranchingKVCache):
     grandchild = child.select(torch.tensor([1]))
     out = core(tokens[[0], 4:5], cache=grandchild)
     torch.testing.assert_close(out[:, 0], core(tokens[[0], :5])[:, 4], atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("max_frontier", [2**16, 5])
+@pytest.mark.parametrize("n_samples", [30, 300, 3_000, 10**6])
+def test_a_unique_limit_abandons_exactly_the_draws_that_exceed_it(n_samples, max_frontier):
+    """Oracle: the full draw from the same seed. With ``max_unique`` the draw raises iff the full
+    draw holds more unique configurations than the limit, and otherwise returns the same draw."""
+    wf = make_wf()
+    full = wf.sample(n_samples, generator=torch.Generator().manual_seed(9), max_frontier=max_frontier)
+    u = len(full[1])
+    for limit in sorted({1, max(u - 1, 1), u, u + 1, 1000}):
+        gen = torch.Generator().manual_seed(9)
+        if u > limit:
+            with pytest.raises(UniqueLimit):
+                wf.sample(n_samples, generator=gen, max_frontier=max_frontier, max_unique=limit)
+        else:
+            got = wf.sample(n_samples, generator=gen, max_frontier=max_frontier, max_unique=limit)
+            assert torch.equal(got[0], full[0]) and torch.equal(got[1], full[1])
+
+
+def test_draw_quarters_the_samples_until_the_limit_holds():
+    """``draw`` against the old loop (draw in full, then redraw with a quarter while over the
+    limit): the same sample counts are tried, so the accepted draw has the same size."""
+    wf = make_wf()
+    n, tried = 10**6, []
+    while True:
+        u = len(wf.sample(n, generator=torch.Generator().manual_seed(1))[1])
+        tried.append(n)
+        if u <= 40 or n <= 100:
+            break
+        n = max(100, n // 4)
+    configs, counts = draw(wf, 10**6, torch.Generator().manual_seed(1), 40)
+    assert int(counts.sum()) == tried[-1] and (len(counts) <= 40 or tried[-1] == 100)
+    assert len(tried) > 2  # the limit made it redraw
