@@ -35,6 +35,7 @@ that the ranks drew the same samples.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -132,10 +133,7 @@ class TorchDistributed(SingleProcess):
 
     def all_gather_rows(self, tensor: torch.Tensor) -> torch.Tensor:
         # sizes first, then equal-sized (padded) blocks, then strip the padding
-        n = torch.tensor([tensor.shape[0]], dtype=torch.int64, device=tensor.device)
-        sizes = [torch.zeros_like(n) for _ in range(self.world_size)]
-        self.dist.all_gather(sizes, n)
-        sizes = [int(s) for s in sizes]
+        sizes = self._row_counts(tensor)
         rows = max(sizes)
         if rows == 0:  # every rank empty: nothing to gather (a zero-size block cannot be split)
             return tensor.detach().clone()
@@ -149,12 +147,16 @@ class TorchDistributed(SingleProcess):
             return out
         return torch.cat([out[r * rows : r * rows + s] for r, s in enumerate(sizes)])
 
-    def exchange_columns(self, tensor: torch.Tensor) -> torch.Tensor:
-        assert tensor.dim() == 2 and not tensor.is_complex(), "a real (rows, columns) tensor"
+    def _row_counts(self, tensor: torch.Tensor) -> list[int]:
+        """Every rank's number of rows of ``tensor``, in rank order."""
         n = torch.tensor([tensor.shape[0]], dtype=torch.int64, device=tensor.device)
         sizes = [torch.zeros_like(n) for _ in range(self.world_size)]
         self.dist.all_gather(sizes, n)
-        rows = [int(r) for r in sizes]
+        return [int(size) for size in sizes]
+
+    def exchange_columns(self, tensor: torch.Tensor) -> torch.Tensor:
+        assert tensor.dim() == 2 and not tensor.is_complex(), "a real (rows, columns) tensor"
+        rows = self._row_counts(tensor)
         ranges = column_ranges(tensor.shape[1], self.world_size)
         lo, hi = ranges[self.rank]
         # one flat buffer per direction: destination d gets my rows of its columns, row-major, so
@@ -217,7 +219,7 @@ class TorchDistributed(SingleProcess):
 def column_ranges(n_columns: int, world_size: int) -> list[tuple[int, int]]:
     """Contiguous column ranges ``(start, stop)``, one per rank in rank order, sizes differing by at most 1."""
     base, extra = divmod(n_columns, world_size)
-    stops = [sum(base + (r < extra) for r in range(k + 1)) for k in range(world_size)]
+    stops = list(itertools.accumulate(base + (r < extra) for r in range(world_size)))
     return list(zip([0, *stops[:-1]], stops))
 
 

@@ -75,12 +75,11 @@ def fit_to_vector(
     target = torch.where(coefficients * coefficients[0] >= 0, 0.0, math.pi).double()
     if comm is not None and comm.world_size > 1:
         rows = comm.share(torch.arange(len(configs), device=configs.device))
-        if comm.rank > 0:  # the phase reference x_0 (rank 0's first row), weighted 0 here
-            rows = torch.cat([rows.new_zeros(1), rows])
-        configs, target = configs[rows], target[rows]
         weight2, sign_weight = weight2[rows], sign_weight[rows]
-        if comm.rank > 0:
-            weight2[0] = sign_weight[0] = 0.0
+        if comm.rank > 0:  # the phase reference x_0 (rank 0's first row) first, with no term here
+            rows = torch.cat([rows.new_zeros(1), rows])
+            weight2, sign_weight = (torch.cat([w.new_zeros(1), w]) for w in (weight2, sign_weight))
+        configs, target = configs[rows], target[rows]
     opt = torch.optim.Adam(wf.parameters(), lr=lr)
     value = float("nan")
     for step in range(steps):

@@ -143,7 +143,8 @@ def _solve_blocks(blocks: list, shift: float, comm, n_params: int, device) -> to
     ranks is all-reduced; block b is solved on rank ``b % world_size`` and its solution summed
     to all (the others add zeros, so every rank holds the same bits); each rank multiplies its
     columns, and the pieces are gathered in rank order, which is column order."""
-    if comm is None or comm.world_size == 1:
+    alone = comm is None or comm.world_size == 1
+    if alone:
         systems = [(x, e, self_gram(x)) for x, e, _ in blocks]
     else:
         systems = [(comm.exchange_columns(x), comm.all_gather_rows(e)) for x, e, _ in blocks]
@@ -153,7 +154,7 @@ def _solve_blocks(blocks: list, shift: float, comm, n_params: int, device) -> to
     direction = torch.zeros(n_params, dtype=torch.float64, device=device)
     for b, ((x, e, t), (_, _, columns)) in enumerate(zip(systems, blocks)):
         t.diagonal().add_(lam)
-        if comm is None or comm.world_size == 1:
+        if alone:
             part = x.T @ torch.linalg.solve(t, e)
         else:
             solution = torch.linalg.solve(t, e) if b % comm.world_size == comm.rank else torch.zeros_like(e)

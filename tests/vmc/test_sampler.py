@@ -222,8 +222,8 @@ def test_a_unique_limit_abandons_exactly_the_draws_that_exceed_it(n_samples, max
 
 
 def test_draw_quarters_the_samples_until_the_limit_holds():
-    """``draw`` against the old loop (draw in full, then redraw with a quarter while over the
-    limit): the same sample counts are tried, so the accepted draw has the same size."""
+    """``draw`` against full draws (each from a fresh seed-1 generator) at 10^6, then a quarter
+    of that, while over the limit: ``draw`` accepts the same sample count."""
     wf = make_wf()
     n, tried = 10**6, []
     while True:
