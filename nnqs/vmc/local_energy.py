@@ -27,6 +27,7 @@ import torch
 
 from nnqs.vmc.keys import lookup, pack, unique_keys, unpack
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
 
 if TYPE_CHECKING:
     from nnqs.common.distributed import SingleProcess
@@ -72,6 +73,9 @@ def evaluate_chunked(log_psi_fn: LogPsiFn, tokens: torch.Tensor, max_batch: int)
     configurations or :data:`PASS_TOKENS` tokens, whichever is fewer. Small passes are faster:
     one thread, d_model 32, float64, the exact local energy of H2O/6-31G took 1.6 s in chunks of
     8,192 tokens and 1.15 s in chunks of 2,048 (H2O/cc-pVDZ 2.7 s and 1.6 s)."""
+    if getattr(log_psi_fn, "whole_batch", False):  # it cuts its own batches (nnqs.vmc.prefix_tree.TreeLogPsi)
+        with torch.no_grad():
+            return log_psi_fn(tokens).to(torch.complex128)
     rows = max(1, min(max_batch, PASS_TOKENS // max(1, tokens.shape[1])))
     with torch.no_grad():
         parts = [log_psi_fn(tokens[s : s + rows]) for s in range(0, tokens.shape[0], rows)]
@@ -181,12 +185,13 @@ def share_local_energy(
     # The heat-bath draws must pick the same x' on every rank (the ranks share their evaluation),
     # so they are seeded by the sample set, which every rank holds alike; a run also repeats them.
     generator = torch.Generator(configs.device).manual_seed(int(pack(configs).sum()) % 2**63)
+    tree = TreeLogPsi(wf, min(max_batch, TREE_ROWS))  # x' through their prefix tree, float64
     if comm.world_size == 1:
-        result = local_energy(wf.log_psi, ham, configs, log_psi, estimator, max_batch, generator=generator)
+        result = local_energy(tree, ham, configs, log_psi, estimator, max_batch, generator=generator)
         return result.values, result.n_unique_connected
 
     def log_psi_by_shares(tokens: torch.Tensor) -> torch.Tensor:  # called alike on every rank
-        return comm.unshare(wf.log_psi(comm.share(tokens)))
+        return comm.unshare(tree(comm.share(tokens)))
 
     result = local_energy(log_psi_by_shares, ham, configs, comm.unshare(log_psi), estimator, max_batch,
                           generator=generator)

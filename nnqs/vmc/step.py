@@ -17,6 +17,7 @@ import torch
 
 from nnqs.common.distributed import SingleProcess
 from nnqs.vmc.local_energy import share_local_energy
+from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.nn.schedule import warmup_cosine
 from nnqs.vmc.config import VMCConfig, check_run_limits, toy_config  # noqa: F401 (re-exported)
@@ -194,7 +195,8 @@ def vmc_step(
     grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
     if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
-        new_core = select_core(wf.log_psi, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
+        ranker = TreeLogPsi(wf, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
+        new_core = select_core(ranker, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
                                est.energy if cfg.core_rule == "first-order" else None, comm).configs
     lr = opt.param_groups[0]["lr"]
     opt.step()

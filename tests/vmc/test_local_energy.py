@@ -188,19 +188,22 @@ def test_heat_bath_terms_without_remainder_are_the_elements():
 
 def test_heat_bath_draws_follow_the_sample_set_not_the_global_generator(monkeypatch):
     # Every rank evaluates the same x' only if the draws depend on what all ranks hold alike.
-    import types
-
     import nnqs.vmc.local_energy as le
+    from nnqs.vmc.wavefunction import TransformerWavefunction
     from nnqs.common.distributed import SingleProcess
 
     n, n_alpha, n_beta = 5, 2, 2
     h, g = random_integrals(n, seed=3)
     ham = CompactHamiltonian(h, g, 0.0, n_alpha, n_beta)
-    fn = toy_log_psi(n, seed=1)
+    torch.manual_seed(0)
+    wf = TransformerWavefunction(n, n_alpha, n_beta, d_model=8, n_layers=1, dtype=torch.float64, hf_bias=0.5)
+
+    def fn(tokens: torch.Tensor) -> torch.Tensor:
+        return wf.log_psi(tokens).detach()
+
     samples = sector_tokens(n, n_alpha, n_beta)[:6]
     magnitudes = ham.connections(samples).elements.abs()
     monkeypatch.setattr(le, "HEAT_BATH_CUTOFF", float(magnitudes[magnitudes > 0].median()))
-    wf = types.SimpleNamespace(log_psi=fn)
     values = []
     for seed in (1, 2):
         torch.manual_seed(seed)

@@ -1,0 +1,61 @@
+"""The prefix-tree evaluation of log psi against the plain parallel pass (its oracle)."""
+from __future__ import annotations
+
+import torch
+
+from nnqs.vmc.local_energy import evaluate_chunked, local_energy
+from nnqs.vmc.prefix_tree import TreeLogPsi, log_prob_by_prefix_tree, prefix_groups
+from nnqs.vmc.wavefunction import TransformerWavefunction, all_configurations, in_sector
+from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from tests_support import random_integrals
+
+
+def _model(n: int = 6, n_alpha: int = 2, n_beta: int = 3, seed: int = 0) -> TransformerWavefunction:
+    torch.manual_seed(seed)
+    return TransformerWavefunction(n, n_alpha, n_beta, d_model=16, n_layers=2, dtype=torch.float64, hf_bias=0.5)
+
+
+def test_prefix_ids_number_the_distinct_prefixes_in_lexicographic_order():
+    configs = torch.tensor([[1, 2, 0], [0, 3, 1], [1, 2, 3], [0, 3, 1], [1, 0, 0]])
+    groups = prefix_groups(configs)
+    for i in range(configs.shape[1]):
+        prefixes = sorted({tuple(row[: i + 1]) for row in configs.tolist()})
+        expected = [prefixes.index(tuple(row[: i + 1])) for row in configs.tolist()]
+        assert groups[i].tolist() == expected
+
+
+def test_tree_equals_the_plain_pass_on_every_configuration_in_any_order_and_tree_size():
+    wf = _model()
+    configs = all_configurations(6)  # 4,096: inside and outside the sector
+    configs = configs[torch.randperm(len(configs), generator=torch.Generator().manual_seed(1))]
+    plain = wf.log_prob(configs).detach()
+    inside = in_sector(configs, 2, 3)
+    for rows in (1, 7, 100, 10**5):
+        tree = log_prob_by_prefix_tree(wf, configs, rows)
+        assert torch.equal(torch.isfinite(tree), inside)  # -inf exactly outside the sector, never NaN
+        torch.testing.assert_close(tree[inside], plain[inside], atol=1e-12, rtol=0)
+
+
+def test_tree_log_psi_is_the_wavefunction_log_psi_and_float32_ranks_alike():
+    wf = _model(seed=3)
+    configs = all_configurations(6)
+    configs = configs[in_sector(configs, 2, 3)]
+    exact = wf.log_psi(configs).detach()
+    torch.testing.assert_close(TreeLogPsi(wf, rows=33)(configs), exact, atol=1e-12, rtol=0)
+    single = TreeLogPsi(wf, rows=33, dtype=torch.float32)(configs)
+    assert single.dtype == torch.complex128 and wf.dtype == torch.float64  # the model itself untouched
+    assert (single - exact).abs().max() < 1e-4
+
+
+def test_local_energy_through_the_tree_equals_the_plain_passes():
+    n, n_alpha, n_beta = 6, 2, 3
+    h, g = random_integrals(n, seed=5)
+    ham = CompactHamiltonian(h, g, 0.3, n_alpha, n_beta)
+    wf = _model(n, n_alpha, n_beta, seed=2)
+    configs = all_configurations(n)
+    samples = configs[in_sector(configs, n_alpha, n_beta)][::7]
+    log_psi = wf.log_psi(samples).detach()
+    plain = local_energy(wf.log_psi, ham, samples, log_psi, max_batch=5).values
+    tree = local_energy(TreeLogPsi(wf, rows=9), ham, samples, log_psi, max_batch=5).values
+    torch.testing.assert_close(tree, plain, atol=1e-10, rtol=0)
+    assert evaluate_chunked(TreeLogPsi(wf), samples[:0], 5).shape == (0,)
