@@ -3,6 +3,8 @@
     python -m benchmarks.vmc_step [--systems LiH H2O N2 H2O/6-31g H2O/cc-pvdz] [--threads 2] [--out FILE]
     python -m benchmarks.vmc_step --quick      # toy size, seconds (run by the test suite)
     python -m benchmarks.vmc_step --ablation --systems N2 H2O/6-31g --threads 1
+    python -m benchmarks.vmc_step --scaling-only --systems N2 H2O/6-31g H2O/cc-pvdz --threads 1
+    python -m benchmarks.vmc_step --tree --systems N2 H2O/6-31g H2O/cc-pvdz --threads 1
 
 Two records per system (``--ablation``: only the third):
 
@@ -12,8 +14,10 @@ Two records per system (``--ablation``: only the third):
 * ``"local_energy_scaling"``: the local energy (``--estimator``) of a fixed set of U random
   sector configurations (the same U for every system), so the growth with the
   number of orbitals is measured at a fixed unique-sample count (median seconds by
-  torch.utils.benchmark's ``blocked_autorange``); the last record fits the
-  exponent of time ~ n_orbitals^p.
+  torch.utils.benchmark's ``blocked_autorange``), x' through the prefix tree (the default)
+  and by plain passes in the same run; the last record fits the exponent of time ~ n_orbitals^p.
+* ``"tree_evaluation"`` (``--tree``): log psi of the teacher set's external space (the core
+  selection's work) by plain passes, through the prefix tree, and through it in float32.
 * ``"local_energy_ablation"``: the exact local energy of the model's own samples, timed in one
   run with and without the symmetry-zero cutoff and the pass-size bound, with the speedup and
   the largest difference of the local energies.
@@ -33,6 +37,7 @@ from nnqs.vmc.driver import new_state
 import nnqs.vmc.local_energy as le
 from nnqs.vmc.compact_hamiltonian import ELEMENT_CUTOFF, CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy
+from nnqs.vmc.prefix_tree import TreeLogPsi
 from nnqs.vmc.step import VMCConfig, vmc_step
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
@@ -80,6 +85,9 @@ def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
 
 
 def scaling_record(system: str, ham, n_configs: int, min_run_time: float, estimator: str = "exact") -> dict:
+    """The local energy of ``n_configs`` random sector configurations, timed in one run with x'
+    evaluated through their prefix tree (the default, ``seconds``) and by plain passes
+    (``seconds_plain``); the two must agree."""
     torch.manual_seed(0)
     wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64,
                                  hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
@@ -87,11 +95,15 @@ def scaling_record(system: str, ham, n_configs: int, min_run_time: float, estima
     configs = random_sector_configs(ham.n_orbitals, ham.n_alpha, ham.n_beta, n_configs, seed=1)
     with torch.no_grad():
         log_psi = wf.log_psi(configs)
-        seconds, result, calls = timed(lambda: local_energy(wf.log_psi, compact, configs, log_psi, estimator),
+        seconds, result, calls = timed(lambda: local_energy(TreeLogPsi(wf), compact, configs, log_psi, estimator),
+                                       min_run_time)
+        plain, result_plain, _ = timed(lambda: local_energy(wf.log_psi, compact, configs, log_psi, estimator),
                                        min_run_time)
     return {"benchmark": "local_energy_scaling", "system": system, "estimator": estimator,
             "n_orbitals": ham.n_orbitals, "n_configs": len(configs), "connected_per_config": compact.n_connected,
-            "n_unique_connected": result.n_unique_connected, "seconds": round(seconds, 4), "calls": calls,
+            "n_unique_connected": result.n_unique_connected, "seconds": round(seconds, 4),
+            "seconds_plain": round(plain, 4), "tree_speedup": round(plain / seconds, 2),
+            "max_difference": float((result.values - result_plain.values).abs().max()), "calls": calls,
             "timer": "torch.utils.benchmark.Timer.blocked_autorange"}
 
 
@@ -130,10 +142,46 @@ def ablation_record(system: str, ham, n_samples: int, repeats: int = 3) -> dict:
     return record
 
 
-def fit_exponent(records: list[dict]) -> float:
-    """Least-squares slope of log(seconds per configuration) against log(n_orbitals)."""
+def tree_record(system: str, ham, teacher_max: int, limit: int, repeats: int = 3) -> dict:
+    """log psi of the external space of the selected-CI teacher's set (what the core selection
+    evaluates; at most ``limit`` of its configurations), timed in one run by plain passes in
+    float64 (before), through the prefix tree in float64 (the local energy's default) and in
+    float32 (the selection's ranking); median of ``repeats``, largest differences of log psi."""
+    import copy
+
+    from nnqs.vmc.keys import unpack
+    from nnqs.vmc.local_energy import evaluate_chunked
+    from nnqs.vmc.sci import selected_ci
+    from nnqs.vmc.selection import external_space
+
+    torch.manual_seed(0)
+    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64,
+                                 hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
+    compact = CompactHamiltonian.from_molecular(ham)
+    sci = selected_ci(compact, wf.hf_config().unsqueeze(0), 1e-4, teacher_max)
+    keys, _ = external_space(compact, sci.configs, sci.coefficients)
+    tokens = unpack(keys, ham.n_orbitals)[:limit]
+    ways = {"plain": wf.log_psi, "tree": TreeLogPsi(wf), "tree_float32": TreeLogPsi(copy.deepcopy(wf).float())}
+    record = {"benchmark": "tree_evaluation", "system": system, "n_orbitals": ham.n_orbitals,
+              "n_teacher": len(sci.configs), "n_configs": len(tokens), "repeats": repeats}
+    values = {}
+    for name, fn in ways.items():
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            values[name] = evaluate_chunked(fn, tokens, 8192)
+            times.append(time.perf_counter() - t0)
+        record[f"t_{name}"] = round(statistics.median(times), 4)
+    for name in ("tree", "tree_float32"):
+        record[f"speedup_{name}"] = round(record["t_plain"] / max(record[f"t_{name}"], 1e-9), 2)
+        record[f"max_difference_{name}"] = float((values[name] - values["plain"]).abs().max()) if len(tokens) else 0.0
+    return record
+
+
+def fit_exponent(records: list[dict], key: str = "seconds") -> float:
+    """Least-squares slope of log(``key`` per configuration) against log(n_orbitals)."""
     xs = [math.log(r["n_orbitals"]) for r in records]
-    ys = [math.log(r["seconds"] / r["n_configs"]) for r in records]
+    ys = [math.log(r[key] / r["n_configs"]) for r in records]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
@@ -151,12 +199,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ablation", action="store_true",
                         help="only the local-energy ablation (symmetry zeros, pass size) on each system")
+    parser.add_argument("--scaling-only", action="store_true", help="only the local-energy scaling records")
+    parser.add_argument("--tree", action="store_true",
+                        help="only the prefix-tree records: log psi of each system's teacher's external space")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.quick:
         args.systems, args.samples, args.configs, args.steps = ["H2", "LiH"], 1000, 8, 1
     cfg = VMCConfig(samples=args.samples, optimizer=args.optimizer, estimator=args.estimator, selection=args.selection)
     records, scaling = [], []
+    if args.tree:
+        for system in args.systems:
+            records.append(tree_record(system, load(system), 64 if args.quick else 4096, 10**5, 1 if args.quick else 3))
+            emit(records[-1], args.out)
+        return records
     if args.ablation:
         for system in args.systems:
             records.append(ablation_record(system, load(system), args.samples, 1 if args.quick else 3))
@@ -164,12 +220,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return records
     for system in args.systems:
         ham = load(system)
-        records.append(step_record(system, ham, cfg, args.steps))
-        emit(records[-1], args.out)
+        if not args.scaling_only:
+            records.append(step_record(system, ham, cfg, args.steps))
+            emit(records[-1], args.out)
         scaling.append(scaling_record(system, ham, args.configs, 0.0 if args.quick else 1.0, args.estimator))
         emit(scaling[-1], args.out)
     if len(scaling) >= 2:
         fit = {"benchmark": "local_energy_scaling_fit", "exponent": round(fit_exponent(scaling), 2),
+               "exponent_plain": round(fit_exponent(scaling, "seconds_plain"), 2),
                "systems": [r["system"] for r in scaling], "n_configs": args.configs, "estimator": args.estimator}
         emit(fit, args.out)
         records.append(fit)

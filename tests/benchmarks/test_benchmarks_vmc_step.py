@@ -47,3 +47,17 @@ def test_quick_ablation_agrees_with_the_unscreened_local_energy():
     for r in records:
         assert r["max_difference"] < 1e-10  # the symmetry zeros carry no energy
         assert r["n_evaluated_both"] <= r["n_evaluated_before"]
+
+
+def test_quick_tree_records_agree_with_the_plain_passes():
+    records = main(["--quick", "--tree", "--threads", "1"])
+    assert [r["system"] for r in records] == ["H2", "LiH"]
+    for r in records:
+        assert r["max_difference_tree"] < 1e-10 and r["max_difference_tree_float32"] < 1e-4
+    assert records[1]["n_configs"] > 0  # LiH's teacher leaves configurations outside it
+
+
+def test_quick_scaling_records_time_tree_and_plain_alike():
+    scaling = [r for r in main(["--quick", "--scaling-only", "--threads", "1"]) if r["benchmark"] == "local_energy_scaling"]
+    assert [r["system"] for r in scaling] == ["H2", "LiH"]
+    assert all(r["max_difference"] < 1e-10 and r["seconds_plain"] > 0 for r in scaling)

@@ -77,3 +77,43 @@ def test_self_gram_equals_the_matrix_product(shape):
 def test_self_gram_of_no_columns_is_zero():
     """A rank's share of the Jacobian's columns can be empty (fewer columns than ranks)."""
     assert torch.equal(self_gram(torch.zeros(3, 0, dtype=torch.float64)), torch.zeros(3, 3, dtype=torch.float64))
+
+
+def _heavy_case(seed: int = 0):
+    torch.manual_seed(seed)
+    wf = TransformerWavefunction(5, 2, 2, d_model=8, n_layers=1, phase_hidden=8, dtype=torch.float64, hf_bias=0.5)
+    configs = sector_tokens(5, 2, 2)  # all 100 of the sector
+    g = torch.Generator().manual_seed(seed)
+    weights = torch.rand(len(configs), generator=g, dtype=torch.float64).pow(6)  # a few heavy, many light
+    weights /= weights.sum()
+    e_loc = torch.complex(torch.randn(len(configs), generator=g, dtype=torch.float64),
+                          0.1 * torch.randn(len(configs), generator=g, dtype=torch.float64))
+    energy = float((weights * e_loc.real).sum())
+    return wf, configs, weights, e_loc, energy
+
+
+@pytest.mark.parametrize("rows", [1, 17, 60])
+def test_heavy_rows_direction_solves_the_heavy_metric_against_the_full_force(rows):
+    # Oracle: the P x P system (S_H + lam) d = X^T e, from the dense complex Jacobian of all rows.
+    from nnqs.vmc.sr import heavy_rows_direction
+
+    wf, configs, weights, e_loc, energy = _heavy_case()
+    o = per_sample_jacobian(wf, configs)
+    o = o - (weights.unsqueeze(1) * o).sum(0)
+    x = torch.cat([o.real, o.imag]) * weights.sqrt().repeat(2).unsqueeze(1)  # (2U, P)
+    e = torch.cat([(e_loc - energy).real, (e_loc - energy).imag]) * weights.sqrt().repeat(2)
+    heavy = torch.argsort(weights, descending=True)[:rows]
+    x_h = x[torch.cat([heavy, heavy + len(configs)])]
+    lam = 1e-3 * (x_h * x_h).sum(1).mean() + 1e-12
+    expected = torch.linalg.solve(x_h.T @ x_h + lam * torch.eye(x.shape[1], dtype=torch.float64), x.T @ e)
+    got = heavy_rows_direction(wf, configs, e_loc, weights, energy, rows, shift=1e-3)
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-8 * float(expected.abs().max()))
+
+
+def test_heavy_rows_direction_with_every_row_is_the_exact_sr_direction():
+    from nnqs.vmc.sr import heavy_rows_direction
+
+    wf, configs, weights, e_loc, energy = _heavy_case(seed=1)
+    exact = sr_direction(split_jacobian(wf, configs), e_loc, weights, energy, shift=1e-3)
+    got = heavy_rows_direction(wf, configs, e_loc, weights, energy, len(configs) + 5, shift=1e-3)
+    torch.testing.assert_close(got, exact, rtol=1e-7, atol=1e-9 * float(exact.abs().max()))
