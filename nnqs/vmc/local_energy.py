@@ -27,7 +27,7 @@ import torch
 
 from nnqs.vmc.keys import lookup, pack, unique_keys, unpack
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
-from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
+from nnqs.vmc.prefix_tree import TREE_MIN_ORBITALS, TREE_ROWS, TreeLogPsi
 
 if TYPE_CHECKING:
     from nnqs.common.distributed import SingleProcess
@@ -73,9 +73,11 @@ def evaluate_chunked(log_psi_fn: LogPsiFn, tokens: torch.Tensor, max_batch: int)
     configurations or :data:`PASS_TOKENS` tokens, whichever is fewer. Small passes are faster:
     one thread, d_model 32, float64, the exact local energy of H2O/6-31G took 1.6 s in chunks of
     8,192 tokens and 1.15 s in chunks of 2,048 (H2O/cc-pVDZ 2.7 s and 1.6 s)."""
-    if getattr(log_psi_fn, "whole_batch", False):  # it cuts its own batches (nnqs.vmc.prefix_tree.TreeLogPsi)
-        with torch.no_grad():
-            return log_psi_fn(tokens).to(torch.complex128)
+    if getattr(log_psi_fn, "whole_batch", False):  # nnqs.vmc.prefix_tree.TreeLogPsi: it cuts its own trees
+        if tokens.shape[1] >= TREE_MIN_ORBITALS:
+            with torch.no_grad():
+                return log_psi_fn(tokens).to(torch.complex128)
+        log_psi_fn = log_psi_fn.wf.log_psi  # short configurations: the plain pass is faster
     rows = max(1, min(max_batch, PASS_TOKENS // max(1, tokens.shape[1])))
     with torch.no_grad():
         parts = [log_psi_fn(tokens[s : s + rows]) for s in range(0, tokens.shape[0], rows)]

@@ -6,9 +6,11 @@ differ only late agree on more. The plain pass (:meth:`TransformerWavefunction.l
 runs all ``n`` positions of every x'; here the configurations are sorted lexicographically,
 grouped by prefix at every orbital, and the model is stepped orbital by orbital over the
 *distinct* prefixes only, with a branching KV cache (:mod:`nnqs.nn.branching_cache`) whose
-rows follow the prefixes exactly as in the sampler. Measured on the external space of
-H2O/6-31G's 4,096-configuration selected-CI set: 184,268 configurations of 13 orbitals need
-2,395,484 token positions plainly and 712,091 through the tree (3.4x fewer).
+rows follow the prefixes exactly as in the sampler. On the external space of H2O/6-31G's
+4,096-configuration selected-CI set, 184,268 configurations of 13 orbitals need 2,395,484 token
+positions plainly and 712,091 through the tree (3.4x fewer); 100,000 of them took 15.8 s plainly
+and 7.75 s through the tree (2.04x, float32 3.62x; one thread). :data:`TREE_MIN_ORBITALS` says
+where the plain pass is faster.
 
 Only the :class:`~nnqs.vmc.protocols.SamplerModel` contract is used (``new_cache(branching=True)``
 and ``next_log_conditional``), so any autoregressive model the sampler drives works here too.
@@ -21,6 +23,9 @@ import torch
 from nnqs.vmc.protocols import SamplerModel
 
 TREE_ROWS = 4096  # configurations per tree: bounds the cache at 4,096 rows x n positions
+# Below this many orbitals the plain pass is faster (``python -m benchmarks.vmc_step --tree``, one
+# thread, the external space of the selected-CI teacher: N2, 10 orbitals, 0.57x; H2O/6-31G, 13, 2.04x).
+TREE_MIN_ORBITALS = 12
 
 
 def prefix_groups(configs: torch.Tensor) -> torch.Tensor:

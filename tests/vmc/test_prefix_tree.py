@@ -1,6 +1,7 @@
 """The prefix-tree evaluation of log psi against the plain parallel pass (its oracle)."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from nnqs.vmc.local_energy import evaluate_chunked, local_energy
@@ -47,7 +48,9 @@ def test_tree_log_psi_is_the_wavefunction_log_psi_and_float32_ranks_alike():
     assert (single - exact).abs().max() < 1e-4
 
 
-def test_local_energy_through_the_tree_equals_the_plain_passes():
+@pytest.mark.parametrize("min_orbitals", [1, 100])  # through the tree; the plain fallback for short ones
+def test_local_energy_through_the_tree_equals_the_plain_passes(monkeypatch, min_orbitals):
+    monkeypatch.setattr("nnqs.vmc.local_energy.TREE_MIN_ORBITALS", min_orbitals)
     n, n_alpha, n_beta = 6, 2, 3
     h, g = random_integrals(n, seed=5)
     ham = CompactHamiltonian(h, g, 0.3, n_alpha, n_beta)
