@@ -23,7 +23,6 @@ FLAGS = {
     "optimizer": (str, "sr (natural gradient, default) or adamw"),
     "lr": (float, "peak learning rate (default 0.05)"),
     "sr_shift": (float, "SR diagonal shift relative to the mean diagonal (default 1e-4)"),
-    "sr_rows": (int, "SR metric from at most this many heaviest configurations, the force from all (default 0: all)"),
     "selection": (str, "core (default: a selected core + fresh samples) or samples (plain sampled VMC)"),
     "core_threshold": (float, "|psi|/max|psi| that keeps a configuration in the core (default 1e-4)"),
     "core_rule": (str, "first-order (default: a connected configuration enters on its network or first-order "

@@ -48,7 +48,6 @@ class VMCConfig:
     lr: float = 0.05
     lr_final: float | None = None  # where the cosine decay ends (default: lr / 10)
     sr_shift: float = SR_SHIFT  # diagonal shift of the SR matrix, relative to its mean diagonal
-    sr_rows: int = 0  # the SR metric from at most this many heaviest configurations, the force from all (0: all)
     warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
@@ -87,8 +86,7 @@ def check_run_limits(cfg: VMCConfig) -> None:
                             ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
                             ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53),
                             ("checkpoint_seconds", 0, 10**9), ("teacher_max", 1, 2**24), ("pretrain_steps", 0, 10**6),
-                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_samples", 1, 2**24),
-                            ("sr_rows", 0, 2**24)):
+                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_samples", 1, 2**24)):
         if not low <= getattr(cfg, name) <= high:
             raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
     for name in ("teacher_threshold", "core_threshold"):

@@ -23,7 +23,7 @@ from nnqs.nn.schedule import warmup_cosine
 from nnqs.vmc.config import VMCConfig, check_run_limits, toy_config  # noqa: F401 (re-exported)
 from nnqs.vmc.selection import select_core, set_weights, unique_union
 from nnqs.vmc.sampler import UniqueLimit
-from nnqs.vmc.sr import heavy_rows_direction, per_sample_jacobian, split_jacobian, sr_direction
+from nnqs.vmc.sr import per_sample_jacobian, split_jacobian, sr_direction
 
 
 @dataclass
@@ -188,7 +188,7 @@ def vmc_step(
         est, loss = energy_and_loss(wf, ham, configs, weights, estimator, cfg.max_batch, comm, log_psi)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
-        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm, cfg.sr_rows)
+        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())
@@ -211,19 +211,12 @@ def vmc_step(
 
 def set_sr_gradient(
     wf, configs: torch.Tensor, est: EnergyEstimate, shift: float, comm: SingleProcess = ONE_PROCESS,
-    metric_rows: int = 0,
 ) -> None:
-    """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share).
-    With ``metric_rows`` (one process, more configurations than that) the metric is that of the
-    heaviest ``metric_rows`` configurations and the force that of all (:func:`heavy_rows_direction`)."""
-    direction = None
-    if metric_rows and len(configs) > metric_rows and comm.world_size == 1:
-        direction = heavy_rows_direction(wf, configs, est.local_energies, est.weights, est.energy, metric_rows, shift)
-    if direction is None:
-        jacobian = split_jacobian(wf, configs)  # two real blocks when modulus and phase share no parameter
-        if jacobian is None:
-            jacobian = per_sample_jacobian(wf, configs)
-        direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm)
+    """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share)."""
+    jacobian = split_jacobian(wf, configs)  # two real blocks when modulus and phase share no parameter
+    if jacobian is None:
+        jacobian = per_sample_jacobian(wf, configs)
+    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm)
     offset = 0
     for p in wf.parameters():
         p.grad = direction[offset : offset + p.numel()].view_as(p).to(p.dtype)
