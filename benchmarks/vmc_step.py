@@ -5,6 +5,7 @@
     python -m benchmarks.vmc_step --ablation --systems N2 H2O/6-31g --threads 1
     python -m benchmarks.vmc_step --scaling-only --systems N2 H2O/6-31g H2O/cc-pvdz --threads 1
     python -m benchmarks.vmc_step --tree --systems N2 H2O/6-31g H2O/cc-pvdz --threads 1
+    python -m benchmarks.vmc_step --tree --systems H2O/cc-pvdz --tree-teacher 256 --tree-limit 0 --repeats 1
 
 Two records per system (``--ablation``: only the third):
 
@@ -142,7 +143,7 @@ def ablation_record(system: str, ham, n_samples: int, repeats: int = 3) -> dict:
     return record
 
 
-def tree_record(system: str, ham, teacher_max: int, limit: int, repeats: int = 3) -> dict:
+def tree_record(system: str, ham, teacher_max: int, limit: int | None, repeats: int = 3) -> dict:
     """log psi of the external space of the selected-CI teacher's set (what the core selection
     evaluates; at most ``limit`` of its configurations), timed in one run by plain passes in
     float64 (before), through the prefix tree in float64 (the local energy's default) and in
@@ -202,6 +203,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--scaling-only", action="store_true", help="only the local-energy scaling records")
     parser.add_argument("--tree", action="store_true",
                         help="only the prefix-tree records: log psi of each system's teacher's external space")
+    parser.add_argument("--tree-teacher", type=int, default=4096, help="--tree: configurations of the teacher's set")
+    parser.add_argument("--tree-limit", type=int, default=10**5, help="--tree: most external configurations (0: all)")
+    parser.add_argument("--repeats", type=int, default=3, help="--tree, --ablation: timed repeats (median)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.quick:
@@ -210,12 +214,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     records, scaling = [], []
     if args.tree:
         for system in args.systems:
-            records.append(tree_record(system, load(system), 64 if args.quick else 4096, 10**5, 1 if args.quick else 3))
+            records.append(tree_record(system, load(system), 64 if args.quick else args.tree_teacher,
+                                       args.tree_limit or None, 1 if args.quick else args.repeats))
             emit(records[-1], args.out)
         return records
     if args.ablation:
         for system in args.systems:
-            records.append(ablation_record(system, load(system), args.samples, 1 if args.quick else 3))
+            records.append(ablation_record(system, load(system), args.samples, 1 if args.quick else args.repeats))
             emit(records[-1], args.out)
         return records
     for system in args.systems:
