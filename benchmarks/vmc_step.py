@@ -62,6 +62,13 @@ def random_sector_configs(n: int, n_alpha: int, n_beta: int, count: int, seed: i
     return torch.unique(tokens, dim=0)
 
 
+def fixed_model(ham) -> TransformerWavefunction:
+    """The benchmarks' model: d_model 32, 2 layers, float64, P(HF) = HF_PROB at init, seed 0."""
+    torch.manual_seed(0)
+    return TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64,
+                                   hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
+
+
 def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
     torch.manual_seed(0)
     wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model,
@@ -89,9 +96,7 @@ def scaling_record(system: str, ham, n_configs: int, min_run_time: float, estima
     """The local energy of ``n_configs`` random sector configurations, timed in one run with x'
     evaluated through their prefix tree (the default, ``seconds``) and by plain passes
     (``seconds_plain``); the two must agree."""
-    torch.manual_seed(0)
-    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64,
-                                 hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
+    wf = fixed_model(ham)
     compact = CompactHamiltonian.from_molecular(ham)
     configs = random_sector_configs(ham.n_orbitals, ham.n_alpha, ham.n_beta, n_configs, seed=1)
     with torch.no_grad():
@@ -112,9 +117,7 @@ def ablation_record(system: str, ham, n_samples: int, repeats: int = 3) -> dict:
     """The exact local energy of one sample set of the step's model, timed with and without the two
     savings in one run: symmetry zeros dropped (``element_cutoff``) and passes of at most
     ``PASS_TOKENS`` tokens. Median of ``repeats``; the energies must agree."""
-    torch.manual_seed(0)
-    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64,
-                                 hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
+    wf = fixed_model(ham)
     configs, _ = wf.sample(n_samples, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         log_psi = wf.log_psi(configs)
@@ -155,9 +158,7 @@ def tree_record(system: str, ham, teacher_max: int, limit: int | None, repeats: 
     from nnqs.vmc.sci import selected_ci
     from nnqs.vmc.selection import external_space
 
-    torch.manual_seed(0)
-    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=32, dtype=torch.float64,
-                                 hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, HF_PROB))
+    wf = fixed_model(ham)
     compact = CompactHamiltonian.from_molecular(ham)
     sci = selected_ci(compact, wf.hf_config().unsqueeze(0), 1e-4, teacher_max)
     keys, _ = external_space(compact, sci.configs, sci.coefficients)

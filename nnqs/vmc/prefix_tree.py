@@ -48,18 +48,23 @@ def log_prob_by_prefix_tree(model: SamplerModel, configs: torch.Tensor, rows: in
     out = torch.empty(m, dtype=torch.float64, device=configs.device)
     if m == 0:
         return out
-    order = torch.argsort(prefix_groups(configs)[-1]) if n else torch.arange(m, device=configs.device)
+    groups = prefix_groups(configs)  # (n, M)
+    order = torch.argsort(groups[-1]) if n else torch.arange(m, device=configs.device)
+    groups = groups[:, order]
     with torch.no_grad():
         for start in range(0, m, rows):
             block = order[start : start + rows]
-            out[block] = _tree_log_prob(model, configs[block])
+            local = groups[:, start : start + rows]
+            # A contiguous slice of the sorted configurations holds consecutive prefix ids at every
+            # orbital: renumbered from 0, they are the slice's own prefix ids.
+            out[block] = _tree_log_prob(model, configs[block], local - local[:, :1])
     return out
 
 
-def _tree_log_prob(model: SamplerModel, configs: torch.Tensor) -> torch.Tensor:
-    """``log P`` ``(M,)`` float64 of one tree's ``configs`` ``(M, n)``."""
+def _tree_log_prob(model: SamplerModel, configs: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """``log P`` ``(M,)`` float64 of one tree's ``configs`` ``(M, n)``, sorted lexicographically,
+    with their prefix ids ``groups`` ``(n, M)`` (:func:`prefix_groups`)."""
     m, n = configs.shape
-    groups = prefix_groups(configs)  # (n, M)
     total = torch.zeros(m, dtype=torch.float64, device=configs.device)
     cache = model.new_cache(branching=True)
     prefix = configs[:1, :0]  # the root: one empty prefix
@@ -74,8 +79,9 @@ def _tree_log_prob(model: SamplerModel, configs: torch.Tensor) -> torch.Tensor:
         if i == n - 1:
             break
         ids = groups[i]
-        first = torch.full((int(ids.max()) + 1,), m, dtype=torch.long, device=configs.device).scatter_reduce_(
-            0, ids, torch.arange(m, device=configs.device), "amin")  # the first config of each prefix
+        starts = torch.ones(m, dtype=torch.bool, device=configs.device)
+        starts[1:] = ids[1:] != ids[:-1]
+        first = starts.nonzero().squeeze(1)  # the first config of each prefix (the configs are sorted)
         parent_rows, state = parent_of[first], configs[first, i]
         prefix = configs[first, : i + 1]
         n_up, n_dn = n_up[parent_rows] + (state & 1), n_dn[parent_rows] + (state >> 1)
