@@ -33,8 +33,9 @@ class VMCConfig:
     teacher: Literal["sci", "mp1"] = "sci"  # sci: supervised fit of modulus and sign to a selected-CI vector
     teacher_threshold: float = 1e-4  # first-order amplitude that admits a configuration into the teacher's set
     teacher_max: int = 4096  # most configurations in the teacher's set
-    pretrain_steps: int = 600  # Adam steps of the supervised fit (teacher "sci")
+    pretrain_steps: int = 1200  # Adam steps of the supervised fit (teacher "sci"), in pretrain_dtype
     pretrain_lr: float = 1e-3
+    pretrain_dtype: Literal["float32", "float64"] = "float32"  # precision of the teacher fit (float64 VMC after it)
     selection: Literal["core", "samples"] = "core"  # core: Rayleigh quotient on a selected core + fresh samples
     core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core
     core_rule: Literal["first-order", "amplitude"] = "first-order"  # how a connected configuration enters the

@@ -16,6 +16,7 @@ turn (seen on H2O with exact enumeration: 6 of the 31 configurations of weight
 """
 from __future__ import annotations
 
+import copy
 import math
 from typing import Callable
 
@@ -54,7 +55,7 @@ def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e
 
 def fit_to_vector(
     wf, configs: torch.Tensor, coefficients: torch.Tensor, steps: int, lr: float = 1e-3,
-    on_step: Callable[[int, float], None] | None = None, comm=None,
+    on_step: Callable[[int, float], None] | None = None, comm=None, dtype: torch.dtype | None = None,
 ) -> float:
     """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
     on ``configs`` ``(M, n)``, by Adam; return the final loss.
@@ -68,7 +69,15 @@ def fit_to_vector(
     With a communicator ``comm`` of several ranks, rank r evaluates the terms of its share
     ``configs[r::K]`` (and, on ranks > 0, the reference configuration x_0 with no term of its
     own, for its phase), the gradients are summed, and every rank takes the same Adam step.
+
+    With ``dtype`` other than the model's (``torch.float32`` for a float64 model) a copy of the
+    model in that precision is fitted and its parameters are copied back at the end: the fit is
+    matrix products over every token of the set, 2.6x faster in float32 at 26 qubits, and it
+    only has to bring the network near the vector, which the float64 VMC then refines.
     """
+    target_model = wf
+    if dtype is not None and dtype != next(wf.parameters()).dtype:
+        wf = copy.deepcopy(wf).to(dtype)
     weight2 = coefficients.double().pow(2)
     weight2 = weight2 / weight2.sum()
     sign_weight = coefficients.double().abs() / coefficients.double().abs().sum()
@@ -95,4 +104,8 @@ def fit_to_vector(
         value = float(loss.detach())
         if on_step is not None:
             on_step(step, value)
+    if wf is not target_model:
+        with torch.no_grad():
+            for mine, fitted in zip(target_model.parameters(), wf.parameters()):
+                mine.copy_(fitted)
     return value

@@ -1,5 +1,7 @@
 """The selected-core estimator, core selection, PT2, subspace energy and the selected-CI teacher,
 each held against a dense matrix over the whole sector (OpenFermion's JW matrix of random integrals)."""
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -176,6 +178,18 @@ def test_fit_to_vector_learns_modulus_and_sign(system):
     before = overlap()
     fit_to_vector(wf, target.configs, target.coefficients, steps=300, lr=1e-2)
     assert before < 0.9 < overlap()
+
+
+def test_fit_in_float32_is_the_float32_fit_copied_into_the_float64_model(system):
+    ham, _, _ = system
+    target = selected_ci(ham, torch.tensor([[3, 3, 0, 0, 0]]), threshold=1e-3, max_size=1000)
+    wf = spread_model(4)
+    twin = copy.deepcopy(wf).to(torch.float32)  # the oracle: a float32 model fitted by the plain path
+    loss_twin = fit_to_vector(twin, target.configs, target.coefficients, steps=40, lr=1e-2)
+    loss = fit_to_vector(wf, target.configs, target.coefficients, steps=40, lr=1e-2, dtype=torch.float32)
+    assert loss == loss_twin
+    for mine, fitted in zip(wf.parameters(), twin.parameters()):
+        assert mine.dtype == torch.float64 and torch.equal(mine, fitted.double())
 
 
 def test_select_core_when_the_set_is_the_whole_sector(system):
