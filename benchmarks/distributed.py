@@ -13,7 +13,8 @@ with one thread. The time of a step is ``t_sample + t_local + t_grad`` from
 rank 0's history.csv (the ranks wait for each other at every all-reduce, so this
 is the wall time of the step); the median over the steps after ``warmup`` is
 compared. Both runs follow the same trajectory (same samples, same unique
-counts); ``max_energy_diff`` says how closely their step energies agree.
+counts; the teacher fit is run in float64, ``FIXED``); ``max_energy_diff`` says how closely
+their step energies agree.
 Prints one JSON object per optimizer.
 """
 from __future__ import annotations
@@ -39,7 +40,10 @@ H2O_631G = dict(molecule="H2O", basis="6-31g", pretrain_steps=None, steps=8, war
 JOBS = {"n2": FULL, "h2o-6-31g": H2O_631G}
 QUICK = dict(molecule="H2", basis=None, pretrain_steps=None, steps=3, warmup=1, samples=10**4, d_model=8,
              n_layers=1, lr=0.01, optimizers=("adamw",))
-FIXED_SAMPLES = "unique_min = 0\nunique_max = 0\ncheckpoint_every = 100000\n"
+# The teacher fit in float64: in float32 the gradient summed over 2 ranks rounds differently from
+# one process's (energies 1e-7 Ha apart after 3 steps of the quick job), which would hide whether
+# the data-parallel step itself is exact.
+FIXED = 'unique_min = 0\nunique_max = 0\ncheckpoint_every = 100000\npretrain_dtype = "float64"\n'
 
 
 def free_port() -> int:
@@ -68,7 +72,7 @@ def vmc_command(n_proc: int, size: dict, optimizer: str | None, config: Path, ou
 def run_once(n_proc: int, size: dict, optimizer: str, workdir: Path) -> dict:
     """Run VMC with ``n_proc`` processes; return per-step times, energies and unique counts."""
     config = workdir / "fixed.toml"
-    config.write_text(FIXED_SAMPLES)
+    config.write_text(FIXED)
     out = workdir / f"{optimizer or 'default'}-{n_proc}"
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
