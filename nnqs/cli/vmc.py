@@ -117,5 +117,6 @@ def summary(r: dict, out: str) -> str:
     if r["error_mha"] is not None:
         ok = "within" if abs(r["error_mha"]) <= 1.6 else "outside"
         lines.append(f"  error     {r['error_mha']:+.3f} mHa ({ok} chemical accuracy)")
-    lines.append(f"  wall time {r['wall_s']:.1f} s; files in {out}/")
+    peak = f", peak memory {r['peak_rss_mb'] / 1024:.2f} GB" if r.get("peak_rss_mb") else ""
+    lines.append(f"  wall time {r['wall_s']:.1f} s{peak}; files in {out}/")
     return "\n".join(lines)

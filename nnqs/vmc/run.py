@@ -167,11 +167,19 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     if state.core is not None and comm.is_root:
         result.update(core_energies(wf, compact, state.core, cfg.max_batch))
     result["wall_s"] = time.perf_counter() - start
+    result["peak_rss_mb"] = peak_rss_mb()
     result["rollbacks"] = guard.events
     if comm.is_root:
         atomic_write_text(folder.path / "result.json", json.dumps(result, indent=2) + "\n")
         _plot(folder.path, ham, refs)
     return result
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far (MiB; ``ru_maxrss``, KiB on Linux)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=None) -> dict:

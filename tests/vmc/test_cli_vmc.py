@@ -1,5 +1,6 @@
 """`nnqs vmc`: the files a run writes, --json, resume, and one-line errors for bad options."""
 import json
+import sys
 
 import pytest
 
@@ -11,8 +12,12 @@ def test_vmc_run_writes_files_and_json(tmp_path, capsys):
     out = tmp_path / "h2"
     args = ["vmc", "H2", "--steps", "6", "--d-model", "8", "--n-layers", "1", "--final-samples", "100000",
             "--checkpoint-every", "3", "--out", str(out), "--json"]
+    before = vm_hwm_mb()
     assert main(args) == 0
+    after = vm_hwm_mb()
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    if before is not None:  # the kernel's high-water mark, read before and after the run
+        assert before - 1 <= result["peak_rss_mb"] <= after + 1
     for key in ("energy", "energy_stderr", "e_exact", "error_mha", "e_hf", "e_ccsd_t", "steps", "wall_s", "n_parameters"):
         assert key in result
     e_fci = pyscf_references("H2")["exact (fci)"]  # computed here with PySCF, not by nnqs
@@ -26,6 +31,14 @@ def test_vmc_run_writes_files_and_json(tmp_path, capsys):
     assert main(args[:3] + ["8"] + args[4:] + ["--resume"]) == 0
     steps = [line.split(",")[0] for line in (out / "history.csv").read_text().strip().splitlines()[1:]]
     assert steps == [str(i) for i in range(8)]
+
+
+def vm_hwm_mb() -> float | None:
+    """VmHWM of this process from /proc (MiB), None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("VmHWM:"))
 
 
 @pytest.mark.parametrize("argv, words", [
