@@ -1,6 +1,7 @@
 """The SR direction: one 2U x 2U solve vs the modulus and phase blocks solved apart.
 
 ``python -m benchmarks.sr_solve [--quick] [--out FILE] [--threads T]``
+``python -m benchmarks.sr_solve --run DIR --molecule H2O --basis 6-31g [--repeats 3]``
 
 For the default wavefunction of a catalog molecule (N2 STO-3G: 20 qubits,
 32,973 parameters) and U configurations drawn from it, times
@@ -11,6 +12,14 @@ speedup and the largest difference between the two directions (they are the
 same vector up to rounding), and the time of the per-sample Jacobian that feeds
 them. Times are medians by torch.utils.benchmark's ``blocked_autorange``
 (``min_run_time`` seconds of calls after a warm-up call).
+
+``--run DIR``: the model and core of a saved core-mode run (its ``checkpoint.pt``; the molecule
+named again by ``--molecule``/``--basis``), the step's system as the run builds it (weights
+|psi|^2 on the core, its Rayleigh-quotient local energies, the split Jacobian), and the two
+precisions of the solve timed in one process: ``"mixed"`` (the default: float32 Gram matrices
+preconditioning float64 conjugate gradients) against ``"float64"`` (Gram matrices and a direct
+solve in float64); the median of ``--repeats`` calls each, the relative difference of the two
+directions and the Jacobian's time.
 """
 from __future__ import annotations
 
@@ -54,11 +63,65 @@ def run_one(molecule: str, u: int, min_run_time: float, threads: int) -> dict:
     }  # fmt: skip
 
 
+def run_precision(run_dir: str, molecule: str, basis: str, repeats: int, threads: int) -> dict:
+    import statistics
+    import time
+
+    from nnqs.common.allocator import reuse_freed_memory
+    from nnqs.common.checkpoint import load_checkpoint
+    from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+    from nnqs.vmc.selection import set_weights
+    from nnqs.vmc.sr import SplitJacobian, split_jacobian
+    from nnqs.vmc.step import energy_and_loss
+    from nnqs.vmc.wavefunction import TransformerWavefunction
+
+    reuse_freed_memory()  # as the command line does: no page faults on each call's buffers
+    data = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"), "vmc")
+    wf = TransformerWavefunction(**data["model_config"])
+    wf.load_state_dict(data["model"])
+    ham = CompactHamiltonian.from_molecular(build_hamiltonian(get_spec(molecule, basis=basis)), wf.device)
+    configs = data["extras"]["core"]
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs)
+        weights = set_weights(log_psi)
+        est, _ = energy_and_loss(wf, ham, configs, weights, "sample-space", known_log_psi=log_psi)
+    start = time.perf_counter()
+    jacobian = split_jacobian(wf, configs)
+    t_jacobian = time.perf_counter() - start
+    seconds, directions = {}, {}
+    for precision in ("mixed", "float64"):
+        times = []
+        for _ in range(repeats):  # sr_direction centres its Jacobian in place: a fresh copy per call
+            copy = SplitJacobian(jacobian.real.clone(), jacobian.real_columns, jacobian.imag.clone(),
+                                 jacobian.imag_columns)  # fmt: skip
+            start = time.perf_counter()
+            directions[precision] = sr_direction(copy, est.local_energies, est.weights, est.energy, precision=precision)
+            times.append(time.perf_counter() - start)
+            del copy
+        seconds[precision] = statistics.median(times)
+    difference = float((directions["mixed"] - directions["float64"]).norm() / directions["float64"].norm())
+    return {
+        "benchmark": "sr_solve_precision", "run": run_dir, "molecule": molecule, "basis": basis,
+        "unique": len(configs), "parameters": sum(p.numel() for p in wf.parameters()),
+        "seconds_mixed": round(seconds["mixed"], 3), "seconds_float64": round(seconds["float64"], 3),
+        "speedup": round(seconds["float64"] / seconds["mixed"], 3), "relative_difference": difference,
+        "seconds_jacobian": round(t_jacobian, 3), "repeats": repeats, "timer": "median of time.perf_counter calls",
+        "threads": threads, **software(),
+    }  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = benchmark_parser("sr_solve", __doc__, "LiH, tiny U, one timed call each (seconds)")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
+    parser.add_argument("--run", default=None, help="a saved core-mode run folder: mixed vs float64 solve on its core")
+    parser.add_argument("--molecule", default="N2", help="with --run: the run's molecule")
+    parser.add_argument("--basis", default="sto-3g", help="with --run: the run's basis")
+    parser.add_argument("--repeats", type=int, default=3, help="with --run: calls timed per precision")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.run is not None:
+        emit(run_precision(args.run, args.molecule, args.basis, args.repeats, args.threads), args.out)
+        return 0
     size = QUICK if args.quick else FULL
     for u in size["sizes"]:
         emit(run_one(size["molecule"], u, size["min_run_time"], args.threads), args.out)

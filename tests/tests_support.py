@@ -1,4 +1,5 @@
-"""Independent oracles shared by tests: random integrals, OpenFermion matrices, sector enumeration."""
+"""Independent oracles shared by tests: random integrals, OpenFermion matrices, sector enumeration,
+ill-conditioned SR systems."""
 import itertools
 
 import numpy as np
@@ -66,3 +67,28 @@ def pyscf_references(name: str) -> dict[str, float]:
     mf = scf.RHF(mol).run()
     ccsd = cc.CCSD(mf).run()
     return {"HF": mf.e_tot, "CCSD(T)": ccsd.e_tot + ccsd.ccsd_t(), "exact (fci)": fci.FCI(mf).kernel()[0]}
+
+
+def ill_conditioned_system(u: int, p: int, seed: int):
+    """A split Jacobian whose singular values fall over eight decades (as an NQS metric's do), with
+    local energies and weights: the mixed-precision solve has to iterate to reach float64."""
+    from nnqs.vmc.sr import SplitJacobian
+
+    g = torch.Generator().manual_seed(seed)
+    blocks = []
+    for width in (p, p // 3):
+        q_left, _ = torch.linalg.qr(torch.randn(u, width, generator=g, dtype=torch.float64))
+        q_right, _ = torch.linalg.qr(torch.randn(width, width, generator=g, dtype=torch.float64))
+        blocks.append(q_left @ torch.diag(torch.logspace(0, -8, width, dtype=torch.float64)) @ q_right * 30.0)
+    columns = torch.arange(p + p // 3) < p
+    jac = SplitJacobian(blocks[0], columns, blocks[1], ~columns)
+    e_loc = torch.complex(torch.randn(u, generator=g, dtype=torch.float64), 0.1 * torch.randn(u, generator=g, dtype=torch.float64))
+    w = torch.softmax(torch.randn(u, generator=g, dtype=torch.float64), 0)
+    return jac, e_loc, w, float((w * e_loc.real).sum())
+
+
+def copy_split(jac):
+    from nnqs.vmc.sr import SplitJacobian
+
+    return SplitJacobian(jac.real.clone(), jac.real_columns, jac.imag.clone(), jac.imag_columns)
+

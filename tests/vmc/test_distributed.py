@@ -109,7 +109,18 @@ def fit_numbers(comm) -> dict:
     return {"losses": losses, "params": torch.cat([p.detach().reshape(-1) for p in wf.parameters()])}
 
 
-NUMBERS = {"step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers, "fit": fit_numbers}
+def mixed_numbers(comm) -> dict:
+    """The mixed-precision SR solve (float32 Gram matrices preconditioning float64 conjugate
+    gradients, products all-reduced) of this rank's share of a system above ``MIXED_MIN_ROWS``."""
+    import nnqs.vmc.sr as sr
+    from tests_support import ill_conditioned_system
+
+    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=6)
+    share = sr.SplitJacobian(comm.share(jac.real).clone(), jac.real_columns, comm.share(jac.imag).clone(), jac.imag_columns)
+    return {"direction": sr_direction(share, comm.share(e_loc), comm.share(w), energy, 1e-4, comm)}
+
+
+NUMBERS = {"mixed": mixed_numbers, "step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers, "fit": fit_numbers}
 
 
 def worker(rank: int, world: int, port: int, out_dir: str, which: str = "step") -> None:
@@ -156,6 +167,18 @@ def test_two_gloo_processes_equal_one_process(tmp_path):
         torch.testing.assert_close(single[name + "/sr"], single[name + "/sr-full"], atol=1e-9, rtol=1e-7)
     assert_same(ranks[0], ranks[1])  # every rank holds the same statistics and directions
     assert_same(single, ranks[0])
+
+
+def test_mixed_precision_sr_on_two_ranks_equals_the_float64_solve(tmp_path):
+    from tests_support import copy_split, ill_conditioned_system
+    import nnqs.vmc.sr as sr
+
+    mp.spawn(worker, args=(2, free_port(), str(tmp_path), "mixed"), nprocs=2, join=True)
+    ranks = [torch.load(tmp_path / f"rank{r}.pt")["direction"] for r in range(2)]
+    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=6)
+    exact = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4, precision="float64")
+    assert torch.equal(ranks[0], ranks[1])  # every rank iterates on the same all-reduced numbers
+    assert float((ranks[0] - exact).abs().max()) <= 1e-8 * float(exact.abs().max())
 
 
 def test_core_mode_on_two_ranks_equals_one_process(tmp_path):

@@ -5,7 +5,7 @@ import torch
 
 from nnqs import TransformerWavefunction
 from nnqs.vmc.sr import per_sample_jacobian, self_gram, split_jacobian, sr_direction
-from tests_support import sector_tokens
+from tests_support import copy_split, ill_conditioned_system, sector_tokens
 
 
 def autograd_loop(wf: TransformerWavefunction, configs: torch.Tensor) -> torch.Tensor:
@@ -77,3 +77,54 @@ def test_self_gram_equals_the_matrix_product(shape):
 def test_self_gram_of_no_columns_is_zero():
     """A rank's share of the Jacobian's columns can be empty (fewer columns than ranks)."""
     assert torch.equal(self_gram(torch.zeros(3, 0, dtype=torch.float64)), torch.zeros(3, 3, dtype=torch.float64))
+
+
+def test_mixed_precision_direction_equals_the_dense_parameter_space_solve(monkeypatch):
+    """Float32 Gram matrices precondition conjugate gradients on the float64 system: the direction
+    is the P x P solve's to float64 accuracy (not float32's), through the iterations, not the fallback."""
+    import nnqs.vmc.sr as sr
+
+    u, p = sr.MIXED_MIN_ROWS + 88, 240
+    jac, e_loc, w, energy = ill_conditioned_system(u, p, seed=4)
+    full = torch.complex(jac.real.new_zeros(u, p + p // 3), jac.real.new_zeros(u, p + p // 3))
+    full.real[:, jac.real_columns], full.imag[:, jac.imag_columns] = jac.real, jac.imag
+    o = w.sqrt()[:, None] * (full - (w[:, None] * full).sum(0))
+    s = (o.conj().T @ o).real
+    force = (o.conj().T @ (w.sqrt() * (e_loc - energy))).real
+    shift = 1e-4
+    lam = shift * float(torch.cat([o.real, o.imag]).pow(2).sum(1).mean()) + 1e-12
+    dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force)
+    iterations = []
+    original = sr._pcg
+
+    def counting(*args):
+        y = original(*args)
+        iterations.append(y is not None)
+        return y
+
+    monkeypatch.setattr(sr, "_pcg", counting)
+    mixed = sr_direction(copy_split(jac), e_loc, w, energy, shift)
+    assert iterations == [True, True]  # both blocks solved by conjugate gradients
+    exact = sr_direction(copy_split(jac), e_loc, w, energy, shift, precision="float64")
+    scale = float(dense.abs().max())
+    assert float((mixed - dense).abs().max()) <= 1e-8 * scale
+    assert float((mixed - exact).abs().max()) <= 1e-8 * scale
+    monkeypatch.setattr(sr, "PCG_MAX_ITERATIONS", 0)  # no convergence: the float64 solve instead
+    fallback = sr_direction(copy_split(jac), e_loc, w, energy, shift)
+    assert iterations[2:] == [False, False]
+    torch.testing.assert_close(fallback, exact, atol=1e-12 * scale, rtol=0)
+
+
+def test_float32_gram_alone_is_not_float64():
+    """Why the float32 Gram matrix only preconditions: solved directly it moves the direction far
+    beyond float64 rounding on an ill-conditioned metric."""
+    import nnqs.vmc.sr as sr
+
+    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=5)
+    x = copy_split(jac).real
+    x = x.sub_((w[:, None] * x).sum(0)).mul_(w.sqrt()[:, None])
+    e = (w.sqrt() * (e_loc - energy)).real
+    lam = 1e-4 * float(x.square().sum(1).mean())
+    exact = torch.linalg.solve(self_gram(x) + lam * torch.eye(len(x), dtype=torch.float64), e)
+    rounded = torch.linalg.solve(sr._gram32(x) + lam * torch.eye(len(x), dtype=torch.float64), e)
+    assert float((x.T @ (rounded - exact)).norm() / (x.T @ exact).norm()) > 1e-4  # measured 2e-2
