@@ -185,6 +185,9 @@ def _solve_blocks(blocks: list, shift: float, comm, n_params: int, device, preci
 MIXED_MIN_ROWS = 512  # fewer rows: the float64 Gram matrix is cheap, the direct solve is kept
 PCG_TOLERANCE = 1e-10  # conjugate gradients stop at |residual| <= this x |e|
 PCG_MAX_ITERATIONS = 50  # then the float64 Gram matrix and a direct solve
+# the preconditioner's shift, in units of lam, tried in turn until its Cholesky factor exists (seen:
+# H2O/6-31G after a 100-step fit, the modulus block indefinite at 1x lam in float32)
+PRECONDITIONER_SHIFTS = (1.0, 3.0, 10.0, 30.0, 100.0, 1000.0)
 
 
 def _mixed_ok(x: torch.Tensor) -> bool:
@@ -205,14 +208,22 @@ def _gram32(x: torch.Tensor) -> torch.Tensor:
 
 def _pcg(x: torch.Tensor, e: torch.Tensor, lam, gram32: torch.Tensor, reduce) -> torch.Tensor | None:
     """Solve ``(X X^T + lam) y = e`` in float64 by conjugate gradients, preconditioned by the
-    Cholesky factor of ``gram32 + lam`` (X X^T to float32 rounding, so a few iterations suffice:
+    Cholesky factor of ``gram32 + k lam``, k the first of ``PRECONDITIONER_SHIFTS`` that factors
+    (X X^T to float32 rounding, so a few iterations suffice:
     measured on H2O/6-31G's core of 4,096, 4-6 iterations to 1e-11). ``reduce`` sums the product
     ``X (X^T p)`` over the ranks that hold X's columns. None if it does not converge in
     ``PCG_MAX_ITERATIONS`` (or the preconditioner cannot be factored)."""
-    gram32.diagonal().add_(lam)
-    factor, info = torch.linalg.cholesky_ex(gram32)
+    factor = None
+    for boost in PRECONDITIONER_SHIFTS:  # float32 rounding can leave the matrix indefinite at lam alone
+        shifted = gram32.clone()
+        shifted.diagonal().add_(lam * boost)
+        factor, info = torch.linalg.cholesky_ex(shifted)
+        del shifted
+        if int(info) == 0:
+            break
+        factor = None
     del gram32
-    if int(info) != 0:
+    if factor is None:
         return None
     norm_e = float(e.norm())
     y = torch.zeros_like(e)
