@@ -128,3 +128,24 @@ def test_float32_gram_alone_is_not_float64():
     exact = torch.linalg.solve(self_gram(x) + lam * torch.eye(len(x), dtype=torch.float64), e)
     rounded = torch.linalg.solve(sr._gram32(x) + lam * torch.eye(len(x), dtype=torch.float64), e)
     assert float((x.T @ (rounded - exact)).norm() / (x.T @ exact).norm()) > 1e-4  # measured 2e-2
+
+
+def test_an_indefinite_preconditioner_is_shifted_again_not_dropped(monkeypatch):
+    """When the float32 Gram matrix plus the first shift does not factor, the next shift is tried
+    and conjugate gradients still reach the float64 direction (no fallback)."""
+    import nnqs.vmc.sr as sr
+
+    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=7)
+    exact = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4, precision="float64")
+    monkeypatch.setattr(sr, "PRECONDITIONER_SHIFTS", (-1e6, 3.0))  # the first leaves it indefinite
+    converged = []
+    original = sr._pcg
+    monkeypatch.setattr(sr, "_pcg", lambda *args: converged.append(original(*args)) or converged[-1])
+    mixed = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4)
+    assert len(converged) == 2 and all(y is not None for y in converged)
+    assert float((mixed - exact).abs().max()) <= 1e-8 * float(exact.abs().max())
+    monkeypatch.setattr(sr, "PRECONDITIONER_SHIFTS", (-1e6,))  # none factors: the float64 solve
+    converged.clear()
+    fallback = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4)
+    assert converged == [None, None]
+    torch.testing.assert_close(fallback, exact, atol=1e-12 * float(exact.abs().max()), rtol=0)
