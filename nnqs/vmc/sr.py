@@ -159,13 +159,13 @@ def _solve_blocks(blocks: list, shift: float, comm, n_params: int, device, preci
         blocks = [(comm.exchange_columns(x), comm.all_gather_rows(e), columns) for x, e, columns in blocks]
     mixed = [precision == "mixed" and _mixed_ok(x) for x, _, _ in blocks]
     # the exact diagonal of every block's X X^T (float64 even where the Gram matrix is float32)
-    diagonal = torch.cat([reduce(x.square().sum(1)) for x, _, _ in blocks])
+    diagonal = torch.cat([reduce(torch.linalg.vector_norm(x, dim=1).square()) for x, _, _ in blocks])
     lam = shift * diagonal.mean().clamp(min=1e-12) + 1e-12
     direction = torch.zeros(n_params, dtype=torch.float64, device=device)
     for b, ((x, e, columns), use_mixed) in enumerate(zip(blocks, mixed)):
         solution = None
         if use_mixed:
-            solution = _pcg(x, e, lam, reduce(_gram32(x)), reduce)
+            solution = _pcg(x, e, lam, reduce(self_gram(x, torch.float32)), reduce)
         if solution is None:  # float64, or conjugate gradients did not converge
             t = reduce(self_gram(x))
             t.diagonal().add_(lam)
@@ -194,35 +194,21 @@ def _mixed_ok(x: torch.Tensor) -> bool:
     return x.device.type == "cpu" and x.dtype == torch.float64 and not x.requires_grad and x.shape[0] >= MIXED_MIN_ROWS
 
 
-def _gram32(x: torch.Tensor) -> torch.Tensor:
-    """``X X^T`` formed in float32 (BLAS ``ssyrk``; columns of no width give zeros) -> float64."""
-    x32 = x.to(torch.float32)
-    if x32.shape[1] == 0:
-        return torch.zeros(x.shape[0], x.shape[0], dtype=torch.float64)
-    from scipy.linalg.blas import ssyrk
-
-    upper = torch.from_numpy(ssyrk(1.0, x32.numpy().T, trans=1)).triu().double()
-    del x32
-    return upper + upper.triu(1).T
-
-
 def _pcg(x: torch.Tensor, e: torch.Tensor, lam, gram32: torch.Tensor, reduce) -> torch.Tensor | None:
     """Solve ``(X X^T + lam) y = e`` in float64 by conjugate gradients, preconditioned by the
     Cholesky factor of ``gram32 + k lam``, k the first of ``PRECONDITIONER_SHIFTS`` that factors
-    (X X^T to float32 rounding, so a few iterations suffice:
-    measured on H2O/6-31G's core of 4,096, 4-6 iterations to 1e-11). ``reduce`` sums the product
+    (X X^T to float32 rounding; measured on H2O/6-31G's core of 4,096: 4-6 iterations to 1e-11
+    at 1x, 27 where 3x was needed). ``gram32`` is overwritten. ``reduce`` sums the product
     ``X (X^T p)`` over the ranks that hold X's columns. None if it does not converge in
     ``PCG_MAX_ITERATIONS`` (or the preconditioner cannot be factored)."""
-    factor = None
+    factor, applied = None, 0.0
     for boost in PRECONDITIONER_SHIFTS:  # float32 rounding can leave the matrix indefinite at lam alone
-        shifted = gram32.clone()
-        shifted.diagonal().add_(lam * boost)
-        factor, info = torch.linalg.cholesky_ex(shifted)
-        del shifted
+        gram32.diagonal().add_(lam * (boost - applied))
+        applied = boost
+        factor, info = torch.linalg.cholesky_ex(gram32)
         if int(info) == 0:
             break
         factor = None
-    del gram32
     if factor is None:
         return None
     norm_e = float(e.norm())
@@ -249,12 +235,17 @@ def _pcg(x: torch.Tensor, e: torch.Tensor, lam, gram32: torch.Tensor, reduce) ->
     return None
 
 
-def self_gram(x: torch.Tensor) -> torch.Tensor:
-    """``X X^T`` ``(U, U)`` of ``x`` ``(U, P)``: on the CPU in float64 by BLAS ``dsyrk`` (one triangle,
-    half the flops of a matrix product; measured 1.2 s against 2.5 s at 1,510 x 26,000), else ``x @ x.T``."""
+def self_gram(x: torch.Tensor, precision: torch.dtype = torch.float64) -> torch.Tensor:
+    """``X X^T`` ``(U, U)`` float64 of a float64 ``x`` ``(U, P)``: on the CPU by BLAS ``dsyrk`` (one
+    triangle, half the flops of a matrix product; measured 1.2 s against 2.5 s at 1,510 x 26,000), or
+    with ``precision=torch.float32`` formed by ``ssyrk`` from a float32 copy (half the time again,
+    float32 rounding) and returned as float64; elsewhere ``x @ x.T``."""
     if x.device.type != "cpu" or x.dtype != torch.float64 or x.requires_grad or x.shape[1] == 0:
         return x @ x.T  # (also no columns: a rank's empty share of them)
-    from scipy.linalg.blas import dsyrk
+    from scipy.linalg.blas import dsyrk, ssyrk
 
-    upper = torch.from_numpy(dsyrk(1.0, x.numpy().T, trans=1)).triu()  # x.T is Fortran-ordered: no copy
+    if precision == torch.float32:
+        upper = torch.from_numpy(ssyrk(1.0, x.to(torch.float32).numpy().T, trans=1)).triu().double()
+    else:
+        upper = torch.from_numpy(dsyrk(1.0, x.numpy().T, trans=1)).triu()  # x.T is Fortran-ordered: no copy
     return upper + upper.triu(1).T

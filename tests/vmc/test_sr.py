@@ -126,7 +126,7 @@ def test_float32_gram_alone_is_not_float64():
     e = (w.sqrt() * (e_loc - energy)).real
     lam = 1e-4 * float(x.square().sum(1).mean())
     exact = torch.linalg.solve(self_gram(x) + lam * torch.eye(len(x), dtype=torch.float64), e)
-    rounded = torch.linalg.solve(sr._gram32(x) + lam * torch.eye(len(x), dtype=torch.float64), e)
+    rounded = torch.linalg.solve(self_gram(x, torch.float32) + lam * torch.eye(len(x), dtype=torch.float64), e)
     assert float((x.T @ (rounded - exact)).norm() / (x.T @ exact).norm()) > 1e-4  # measured 2e-2
 
 
@@ -149,3 +149,11 @@ def test_an_indefinite_preconditioner_is_shifted_again_not_dropped(monkeypatch):
     fallback = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4)
     assert converged == [None, None]
     torch.testing.assert_close(fallback, exact, atol=1e-12 * float(exact.abs().max()), rtol=0)
+
+
+def test_float32_self_gram_is_the_product_to_float32_rounding():
+    x = torch.randn(40, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    g32 = self_gram(x, torch.float32)
+    assert g32.dtype == torch.float64 and torch.equal(g32, g32.T)
+    difference = float((g32 - x @ x.T).abs().max() / (x @ x.T).abs().max())
+    assert 1e-12 < difference < 1e-5  # float32's rounding, not float64's
