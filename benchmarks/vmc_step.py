@@ -25,6 +25,7 @@ Two records per system (``--ablation``: only the third):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import resource
 import statistics
@@ -70,6 +71,7 @@ def fixed_model(ham) -> TransformerWavefunction:
 
 
 def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
+    """``steps`` VMC steps of a fresh fixed model (after one warm-up step), medians of their timers."""
     torch.manual_seed(0)
     wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model,
                                  n_layers=cfg.n_layers, dtype=torch.float64,
@@ -86,31 +88,41 @@ def step_record(system: str, ham, cfg: VMCConfig, steps: int) -> dict:
     return {
         "benchmark": "vmc_step", "system": system, "n_orbitals": ham.n_orbitals, "n_qubits": 2 * ham.n_orbitals,
         "samples": results[-1].n_samples, "optimizer": cfg.optimizer, "estimator": cfg.estimator, "selection": cfg.selection, "n_unique": results[-1].n_unique,
-        "n_unique_connected": results[-1].n_unique_connected, **{k: round(v, 4) for k, v in med.items()},
+        "n_unique_connected": results[-1].n_unique_connected, "connected_dtype": cfg.connected_dtype,
+        **{k: round(v, 4) for k, v in med.items()},
         "t_step": round(sum(med.values()), 4), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         "threads": torch.get_num_threads(),
     }
 
 
 def scaling_record(system: str, ham, n_configs: int, min_run_time: float, estimator: str = "exact") -> dict:
-    """The local energy of ``n_configs`` random sector configurations, timed in one run with x'
-    evaluated through their prefix tree (the default, ``seconds``) and by plain passes
-    (``seconds_plain``); the two must agree."""
+    """The local energy of ``n_configs`` random sector configurations, timed in one run three ways:
+    x' by the default evaluator of :func:`~nnqs.vmc.local_energy.share_local_energy` (a float32 copy
+    of the float64 model, through the prefix tree from ``TREE_MIN_ORBITALS`` on: ``seconds``), the
+    same in float64 (``seconds_float64``) and by plain float64 passes (``seconds_plain``); the
+    largest differences of the local energies against the plain pass are recorded."""
     wf = fixed_model(ham)
     compact = CompactHamiltonian.from_molecular(ham)
     configs = random_sector_configs(ham.n_orbitals, ham.n_alpha, ham.n_beta, n_configs, seed=1)
+    ways = {"seconds": lambda: TreeLogPsi(wf, dtype=getattr(torch, le.CONNECTED_DTYPE)),  # the copy is timed too
+            "seconds_float64": lambda: TreeLogPsi(wf), "seconds_plain": lambda: wf.log_psi}
+    record = {"benchmark": "local_energy_scaling", "system": system, "estimator": estimator,
+              "n_orbitals": ham.n_orbitals, "n_configs": len(configs), "connected_per_config": compact.n_connected,
+              "connected_dtype": le.CONNECTED_DTYPE, "timer": "torch.utils.benchmark.Timer.blocked_autorange"}
+    values = {}
     with torch.no_grad():
         log_psi = wf.log_psi(configs)
-        seconds, result, calls = timed(lambda: local_energy(TreeLogPsi(wf), compact, configs, log_psi, estimator),
-                                       min_run_time)
-        plain, result_plain, _ = timed(lambda: local_energy(wf.log_psi, compact, configs, log_psi, estimator),
-                                       min_run_time)
-    return {"benchmark": "local_energy_scaling", "system": system, "estimator": estimator,
-            "n_orbitals": ham.n_orbitals, "n_configs": len(configs), "connected_per_config": compact.n_connected,
-            "n_unique_connected": result.n_unique_connected, "seconds": round(seconds, 4),
-            "seconds_plain": round(plain, 4), "tree_speedup": round(plain / seconds, 2),
-            "max_difference": float((result.values - result_plain.values).abs().max()), "calls": calls,
-            "timer": "torch.utils.benchmark.Timer.blocked_autorange"}
+        for key, fn in ways.items():
+            seconds, result, calls = timed(lambda fn=fn: local_energy(fn(), compact, configs, log_psi, estimator),
+                                           min_run_time)
+            record[key], record["calls" + key[len("seconds"):]] = round(seconds, 4), calls
+            values[key] = result.values
+    record["n_unique_connected"] = result.n_unique_connected
+    record["speedup"] = round(record["seconds_plain"] / record["seconds"], 2)
+    record["speedup_over_float64"] = round(record["seconds_float64"] / record["seconds"], 2)
+    for key in ("seconds", "seconds_float64"):
+        record["max_difference" + key[len("seconds"):]] = float((values[key] - values["seconds_plain"]).abs().max())
+    return record
 
 
 def ablation_record(system: str, ham, n_samples: int, repeats: int = 3) -> dict:
@@ -198,6 +210,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--estimator", choices=["exact", "sample-space"], default="exact")
     parser.add_argument("--selection", choices=["samples", "core"], default="samples",
                         help="samples: plain sampled VMC with --estimator (the recorded table); core: the run default")
+    parser.add_argument("--connected-dtypes", nargs="+", choices=["float32", "float64"], default=["float32"],
+                        help="vmc_step records: precision of the passes over the connected x' (one record each)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ablation", action="store_true",
                         help="only the local-energy ablation (symmetry zeros, pass size) on each system")
@@ -227,12 +241,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for system in args.systems:
         ham = load(system)
         if not args.scaling_only:
-            records.append(step_record(system, ham, cfg, args.steps))
-            emit(records[-1], args.out)
+            for dtype in args.connected_dtypes:
+                records.append(step_record(system, ham, dataclasses.replace(cfg, connected_dtype=dtype), args.steps))
+                emit(records[-1], args.out)
         scaling.append(scaling_record(system, ham, args.configs, 0.0 if args.quick else 1.0, args.estimator))
         emit(scaling[-1], args.out)
     if len(scaling) >= 2:
         fit = {"benchmark": "local_energy_scaling_fit", "exponent": round(fit_exponent(scaling), 2),
+               "exponent_float64": round(fit_exponent(scaling, "seconds_float64"), 2),
                "exponent_plain": round(fit_exponent(scaling, "seconds_plain"), 2),
                "systems": [r["system"] for r in scaling], "n_configs": args.configs, "estimator": args.estimator}
         emit(fit, args.out)

@@ -23,6 +23,7 @@ FLAGS = {
     "optimizer": (str, "sr (natural gradient, default) or adamw"),
     "lr": (float, "peak learning rate (default 0.05)"),
     "sr_shift": (float, "SR diagonal shift relative to the mean diagonal (default 1e-4)"),
+    "sr_momentum": (float, "SPRING momentum of the SR direction (default 0: off)"),
     "selection": (str, "core (default: a selected core + fresh samples) or samples (plain sampled VMC)"),
     "core_threshold": (float, "|psi|/max|psi| that keeps a configuration in the core (default 1e-4)"),
     "core_rule": (str, "first-order (default: a connected configuration enters on its network or first-order "
@@ -40,6 +41,8 @@ FLAGS = {
     "dtype": (str, "float64 (default) or float32 network"),
     "device": (str, "cpu (default) or cuda"),
     "estimator": (str, "local energy during training with --selection samples: exact (default), sample-space or heat-bath"),
+    "connected_dtype": (str, "precision of the network passes over the connected configurations of the local "
+                             "energy: float32 (default; ratios and sums stay float64) or float64"),
     "max_batch": (int, "configurations per network call in the local energy (memory knob)"),
     "final_samples": (int, "fresh samples for the reported energy (default 1e12)"),
     "checkpoint_every": (int, "steps between checkpoints (default 50)"),

@@ -49,6 +49,7 @@ class VMCConfig:
     lr: float = 0.05
     lr_final: float | None = None  # where the cosine decay ends (default: lr / 10)
     sr_shift: float = SR_SHIFT  # diagonal shift of the SR matrix, relative to its mean diagonal
+    sr_momentum: float = 0.0  # SPRING: the SR direction regularised towards this times the previous one
     warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
@@ -56,6 +57,8 @@ class VMCConfig:
     unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
     unique_max: int = 2048  # quarter it while more are seen (0: off)
     max_batch: int = 8192  # configurations per network call in the local energy
+    # precision of the network passes over the connected x' of the local energy (ratios and sums float64)
+    connected_dtype: Literal["float32", "float64"] = "float32"
     final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
     checkpoint_every: int = 50
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)

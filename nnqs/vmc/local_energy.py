@@ -176,18 +176,29 @@ def local_energy_dense(
     return torch.from_numpy(h_psi[rows] / psi[rows])
 
 
+# Precision of the network passes over the connected x' (the samples' own log psi, the ratios and all
+# sums stay float64). On trained states, against float64 passes (10^12 fresh samples, one thread):
+# N2/STO-3G 3,385 unique, energy moved by 3e-14 Ha (1e-6 of its 3.7e-8 standard error), 1.55x faster;
+# H2O/6-31G 3,758 unique, 6.8e-11 Ha (2e-6 of its 4.2e-5), 1.90x (benchmarks/RESULTS.md).
+CONNECTED_DTYPE = "float32"
+
+
 def share_local_energy(
     wf, ham, configs: torch.Tensor, log_psi: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
+    connected_dtype: str = CONNECTED_DTYPE,
 ) -> tuple[torch.Tensor, int]:
     """Local energies ``(U_r,)`` complex128 of this rank's share of the unique ``configs`` ``(U, n)``
     (the same on every rank), given the share's ``log_psi`` ``(U_r,)``; and the number of distinct
     connected x'. Every rank enumerates and deduplicates the connected x' of *all* samples (cheap),
-    then evaluates the network on its share of the distinct x' only; the amplitudes are gathered."""
+    then evaluates the network on its share of the distinct x' only; the amplitudes are gathered.
+    ``connected_dtype`` ("float32" or "float64"): the precision of those network passes (a copy of
+    ``wf`` in it); the ratios psi(x') / psi(x) and the sums are float64 either way."""
     log_psi = log_psi.detach()
     # The heat-bath draws must pick the same x' on every rank (the ranks share their evaluation),
     # so they are seeded by the sample set, which every rank holds alike; a run also repeats them.
     generator = torch.Generator(configs.device).manual_seed(int(pack(configs).sum()) % 2**63)
-    tree = TreeLogPsi(wf, min(max_batch, TREE_ROWS))  # x' through their prefix tree, float64
+    # x' through their prefix tree (below TREE_MIN_ORBITALS the plain pass of the same copy)
+    tree = TreeLogPsi(wf, min(max_batch, TREE_ROWS), getattr(torch, connected_dtype))
     if comm.world_size == 1:
         result = local_energy(tree, ham, configs, log_psi, estimator, max_batch, generator=generator)
         return result.values, result.n_unique_connected

@@ -161,7 +161,8 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     finally:
         if history is not None:
             history.close()
-    final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm)
+    final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm,
+                         connected_dtype=cfg.connected_dtype)
     result = _result(ham, refs, final, cfg, wf, time.perf_counter() - start)
     result.update(teacher)
     if state.core is not None and comm.is_root:

@@ -17,6 +17,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from nnqs.common.distributed import column_ranges
+
 SR_SHIFT = 1e-4  # default diagonal shift of X X^T, relative to its mean diagonal (VMCConfig.sr_shift too)
 
 
@@ -95,6 +97,7 @@ def _part_jacobian(wf: nn.Module, configs: torch.Tensor, part: str, names: list[
 def sr_direction(
     jacobian: torch.Tensor | SplitJacobian, local_energies: torch.Tensor, weights: torch.Tensor, energy: float,
     shift: float = SR_SHIFT, comm=None, split: bool = True, precision: str = "mixed",
+    previous: torch.Tensor | None = None, momentum: float = 0.0,
 ) -> torch.Tensor:
     """Natural-gradient direction ``(P,)`` float64 (see module docstring).
 
@@ -133,10 +136,14 @@ def sr_direction(
         else:  # only the columns each part moves
             blocks = [(centred(jacobian.real[:, used[0]]), eps.real, used[0]),
                       (centred(jacobian.imag[:, used[1]]), eps.imag, used[1])]  # fmt: skip
-    return _solve_blocks(blocks, shift, comm, n_params, weights.device, precision)
+    return _solve_blocks(blocks, shift, comm, n_params, weights.device, precision,
+                         previous if momentum else None, momentum)
 
 
-def _solve_blocks(blocks: list, shift: float, comm, n_params: int, device, precision: str = "mixed") -> torch.Tensor:
+def _solve_blocks(
+    blocks: list, shift: float, comm, n_params: int, device, precision: str = "mixed",
+    previous: torch.Tensor | None = None, momentum: float = 0.0,
+) -> torch.Tensor:
     """``X^T (X X^T + lam)^-1 e`` for each block ``(X, e, columns)``, written into the ``columns``
     of one ``(n_params,)`` direction; lam relative to the mean diagonal of all blocks' X X^T.
 
@@ -157,6 +164,15 @@ def _solve_blocks(blocks: list, shift: float, comm, n_params: int, device, preci
     reduce = (lambda t: t) if alone else comm.all_reduce_sum
     if not alone:
         blocks = [(comm.exchange_columns(x), comm.all_gather_rows(e), columns) for x, e, columns in blocks]
+    if previous is not None:  # SPRING: e - mu X d_prev, each rank the product of its columns, summed
+        shifted = []
+        for x, e, columns in blocks:
+            mine = previous if columns is None else previous[columns]
+            if not alone:
+                start, stop = column_ranges(len(mine), comm.world_size)[comm.rank]
+                mine = mine[start:stop]
+            shifted.append((x, e - momentum * reduce(x @ mine), columns))
+        blocks = shifted
     mixed = [precision == "mixed" and _mixed_ok(x) for x, _, _ in blocks]
     # the exact diagonal of every block's X X^T (float64 even where the Gram matrix is float32)
     diagonal = torch.cat([reduce(torch.linalg.vector_norm(x, dim=1).square()) for x, _, _ in blocks])
@@ -179,6 +195,8 @@ def _solve_blocks(blocks: list, shift: float, comm, n_params: int, device, preci
             direction = part
         else:
             direction[columns] = part
+    if previous is not None:
+        direction += momentum * previous
     return direction
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from nnqs.common.distributed import SingleProcess
-from nnqs.vmc.local_energy import share_local_energy
+from nnqs.vmc.local_energy import CONNECTED_DTYPE, share_local_energy
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.nn.schedule import warmup_cosine
@@ -80,15 +80,17 @@ def estimate(local_energies: torch.Tensor, counts: torch.Tensor, comm: SinglePro
 
 def share_estimate(
     wf, ham, configs: torch.Tensor, counts: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
-    known_log_psi: torch.Tensor | None = None,
+    known_log_psi: torch.Tensor | None = None, connected_dtype: str = CONNECTED_DTYPE,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics of the sample set and this rank's log psi (with its graph when grad is on).
-    ``known_log_psi`` ``(U,)``: log psi of all ``configs`` already computed, reused when grad is off."""
+    ``known_log_psi`` ``(U,)``: log psi of all ``configs`` already computed, reused when grad is off;
+    ``connected_dtype``: the precision of the network passes over the connected x'."""
     if known_log_psi is not None and not torch.is_grad_enabled():
         log_psi = comm.share(known_log_psi)
     else:
         log_psi = wf.log_psi(comm.share(configs))
-    values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm)
+    values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm,
+                                                    connected_dtype)
     est = estimate(values, comm.share(counts), comm)
     est.n_unique_connected = n_unique_connected
     return est, log_psi
@@ -97,7 +99,7 @@ def share_estimate(
 def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
     estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
-    known_log_psi: torch.Tensor | None = None,
+    known_log_psi: torch.Tensor | None = None, connected_dtype: str = CONNECTED_DTYPE,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
 
@@ -105,7 +107,7 @@ def energy_and_loss(
     ``configs``, ``counts`` are the whole sample set; with several ranks each computes its
     share (``est`` holds the share's local energies and weights) and the loss of its share.
     """
-    est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm, known_log_psi)
+    est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm, known_log_psi, connected_dtype)
     centred = (est.local_energies - est.energy).conj()
     loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
     return est, loss
@@ -185,14 +187,21 @@ def vmc_step(
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
-        est, loss = energy_and_loss(wf, ham, configs, weights, estimator, cfg.max_batch, comm, log_psi)
+        est, loss = energy_and_loss(wf, ham, configs, weights, estimator, cfg.max_batch, comm, log_psi,
+                                    cfg.connected_dtype)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
-        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm)
+        previous = None
+        if cfg.sr_momentum and all("sr_previous" in opt.state[p] for p in wf.parameters()):
+            previous = torch.cat([opt.state[p]["sr_previous"].reshape(-1).double() for p in wf.parameters()])
+        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm, previous, cfg.sr_momentum)
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())
     grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
+    if cfg.optimizer == "sr" and cfg.sr_momentum:
+        for p in wf.parameters():  # the direction applied (after clipping): the next step's momentum
+            opt.state[p]["sr_previous"] = p.grad.detach().clone()
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
     if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
         ranker = TreeLogPsi(wf, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
@@ -211,12 +220,14 @@ def vmc_step(
 
 def set_sr_gradient(
     wf, configs: torch.Tensor, est: EnergyEstimate, shift: float, comm: SingleProcess = ONE_PROCESS,
+    previous: torch.Tensor | None = None, momentum: float = 0.0,
 ) -> None:
     """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share)."""
     jacobian = split_jacobian(wf, configs)  # two real blocks when modulus and phase share no parameter
     if jacobian is None:
         jacobian = per_sample_jacobian(wf, configs)
-    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm)
+    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm,
+                             previous=previous, momentum=momentum)
     offset = 0
     for p in wf.parameters():
         p.grad = direction[offset : offset + p.numel()].view_as(p).to(p.dtype)
@@ -225,10 +236,11 @@ def set_sr_gradient(
 
 def final_energy(
     wf, ham, n_samples: int, generator, max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
-    unique_max: int = FINAL_UNIQUE_MAX,
+    unique_max: int = FINAL_UNIQUE_MAX, connected_dtype: str = CONNECTED_DTYPE,
 ) -> EnergyEstimate:
     """Energy from fresh samples with the exact local energy (no gradient); at most ``unique_max``
     unique configurations (0: no limit; see :func:`draw`)."""
     with torch.no_grad():
         configs, counts = draw(wf, n_samples, generator, unique_max)
-        return share_estimate(wf, ham, configs, counts, "exact", max_batch, comm)[0]
+        return share_estimate(wf, ham, configs, counts, "exact", max_batch, comm,
+                              connected_dtype=connected_dtype)[0]

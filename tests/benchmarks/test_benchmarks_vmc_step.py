@@ -57,7 +57,18 @@ def test_quick_tree_records_agree_with_the_plain_passes():
     assert records[1]["n_configs"] > 0  # LiH's teacher leaves configurations outside it
 
 
-def test_quick_scaling_records_time_tree_and_plain_alike():
+def test_quick_scaling_records_time_the_three_evaluations_alike():
+    # float32 passes (the default) against plain float64 ones: float32 rounding of the ratios only;
+    # the float64 tree (or plain pass below its orbital count) gives the plain values
     scaling = [r for r in main(["--quick", "--scaling-only", "--threads", "1"]) if r["benchmark"] == "local_energy_scaling"]
     assert [r["system"] for r in scaling] == ["H2", "LiH"]
-    assert all(r["max_difference"] < 1e-10 and r["seconds_plain"] > 0 for r in scaling)
+    for r in scaling:
+        assert r["max_difference_float64"] < 1e-10 and r["max_difference"] < 1e-5
+        assert r["seconds_plain"] > 0 and r["calls_float64"] >= 1 and r["calls_plain"] >= 1
+        assert r["speedup"] == pytest.approx(r["seconds_plain"] / r["seconds"], rel=0.05, abs=0.01)
+
+
+def test_quick_step_records_one_per_connected_dtype():
+    records = main(["--quick", "--threads", "1", "--connected-dtypes", "float32", "float64"])
+    steps = [(r["system"], r["connected_dtype"]) for r in records if r["benchmark"] == "vmc_step"]
+    assert steps == [("H2", "float32"), ("H2", "float64"), ("LiH", "float32"), ("LiH", "float64")]

@@ -116,8 +116,14 @@ def mixed_numbers(comm) -> dict:
     from tests_support import ill_conditioned_system
 
     jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=6)
-    share = sr.SplitJacobian(comm.share(jac.real).clone(), jac.real_columns, comm.share(jac.imag).clone(), jac.imag_columns)
-    return {"direction": sr_direction(share, comm.share(e_loc), comm.share(w), energy, 1e-4, comm)}
+    def share():
+        return sr.SplitJacobian(comm.share(jac.real).clone(), jac.real_columns, comm.share(jac.imag).clone(),
+                                jac.imag_columns)
+
+    previous = torch.randn(240 + 80, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    return {"direction": sr_direction(share(), comm.share(e_loc), comm.share(w), energy, 1e-4, comm),
+            "spring": sr_direction(share(), comm.share(e_loc), comm.share(w), energy, 1e-4, comm,
+                                   previous=previous, momentum=0.99)}
 
 
 NUMBERS = {"mixed": mixed_numbers, "step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers, "fit": fit_numbers}
@@ -179,6 +185,12 @@ def test_mixed_precision_sr_on_two_ranks_equals_the_float64_solve(tmp_path):
     exact = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4, precision="float64")
     assert torch.equal(ranks[0], ranks[1])  # every rank iterates on the same all-reduced numbers
     assert float((ranks[0] - exact).abs().max()) <= 1e-8 * float(exact.abs().max())
+    # SPRING's e - mu X d_prev: each rank multiplies its columns of X, the products are summed
+    springs = [torch.load(tmp_path / f"rank{r}.pt")["spring"] for r in range(2)]
+    previous = torch.randn(240 + 80, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    one = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4, precision="float64", previous=previous, momentum=0.99)
+    assert torch.equal(springs[0], springs[1])
+    assert float((springs[0] - one).abs().max()) <= 1e-8 * float(one.abs().max())
 
 
 def test_core_mode_on_two_ranks_equals_one_process(tmp_path):

@@ -211,3 +211,38 @@ def test_heat_bath_draws_follow_the_sample_set_not_the_global_generator(monkeypa
     assert torch.equal(values[0], values[1])
     exact = local_energy(fn, ham, samples, fn(samples)).values
     assert not torch.allclose(values[0], exact)  # the draws are there
+
+
+@pytest.mark.parametrize("tree", [False, True])
+def test_connected_passes_in_float32_match_the_matrix(monkeypatch, tree):
+    # share_local_energy evaluates the connected x' with a float32 copy of a float64 network (the
+    # plain pass below TREE_MIN_ORBITALS, the prefix tree above it); the samples' own amplitudes and
+    # the sums stay float64. Against the dense matrix with float64 amplitudes: float32 rounding of
+    # log psi(x') only, while the float64 passes agree to 1e-10.
+    import nnqs.vmc.local_energy as le
+    from nnqs.vmc.wavefunction import TransformerWavefunction
+    from nnqs.common.distributed import SingleProcess
+
+    if tree:
+        monkeypatch.setattr(le, "TREE_MIN_ORBITALS", 1)
+    n, n_alpha, n_beta = 6, 3, 2
+    h, g = random_integrals(n, seed=4)
+    full = openfermion_matrix(h, g, e_core=-0.7)
+    basis = sector_tokens(n, n_alpha, n_beta)
+    idx = full_index(basis)
+    ham = CompactHamiltonian(h, g, -0.7, n_alpha, n_beta)
+    torch.manual_seed(0)
+    wf = TransformerWavefunction(n, n_alpha, n_beta, d_model=16, n_layers=2, dtype=torch.float64, hf_bias=0.5)
+    with torch.no_grad():
+        log_psi_basis = wf.log_psi(basis)
+    samples = basis[:: 4]  # three quarters of the x' lie outside the sample set
+    reference = local_energy_dense(full[idx][:, idx], basis, log_psi_basis, samples)
+    log_psi = log_psi_basis[:: 4]
+    single = le.share_local_energy(wf, ham, samples, log_psi, "exact", 64, SingleProcess(), "float32")[0]
+    double = le.share_local_energy(wf, ham, samples, log_psi, "exact", 64, SingleProcess(), "float64")[0]
+    assert single.dtype == double.dtype == torch.complex128
+    torch.testing.assert_close(double, reference, atol=1e-10, rtol=0)
+    scale = float(reference.abs().max())
+    torch.testing.assert_close(single, reference, atol=1e-6 * scale, rtol=0)
+    assert not torch.equal(single, double)  # the float32 copy did the passes
+    assert wf.dtype == torch.float64  # and the network itself was left as it was

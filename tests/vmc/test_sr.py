@@ -157,3 +157,26 @@ def test_float32_self_gram_is_the_product_to_float32_rounding():
     assert g32.dtype == torch.float64 and torch.equal(g32, g32.T)
     difference = float((g32 - x @ x.T).abs().max() / (x @ x.T).abs().max())
     assert 1e-12 < difference < 1e-5  # float32's rounding, not float64's
+
+
+@pytest.mark.parametrize("precision", ["mixed", "float64"])
+def test_spring_direction_equals_the_dense_regularised_least_squares(precision):
+    """SPRING: d = argmin |X d - e|^2 + lam |d - mu d_prev|^2, i.e. (X^T X + lam) d = X^T e + lam mu d_prev,
+    solved in parameter space; momentum 0 is the plain direction."""
+    u, p = 600, 240
+    jac, e_loc, w, energy = ill_conditioned_system(u, p, seed=5)
+    full = torch.complex(jac.real.new_zeros(u, p + p // 3), jac.real.new_zeros(u, p + p // 3))
+    full.real[:, jac.real_columns], full.imag[:, jac.imag_columns] = jac.real, jac.imag
+    o = w.sqrt()[:, None] * (full - (w[:, None] * full).sum(0))
+    s = (o.conj().T @ o).real
+    force = (o.conj().T @ (w.sqrt() * (e_loc - energy))).real
+    shift, mu = 1e-4, 0.9
+    lam = shift * float(torch.cat([o.real, o.imag]).pow(2).sum(1).mean()) + 1e-12
+    previous = torch.randn(p + p // 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force + lam * mu * previous)
+    spring = sr_direction(copy_split(jac), e_loc, w, energy, shift, precision=precision, previous=previous, momentum=mu)
+    scale = float(dense.abs().max())
+    assert float((spring - dense).abs().max()) <= 1e-8 * scale
+    plain = sr_direction(copy_split(jac), e_loc, w, energy, shift, precision=precision, previous=previous, momentum=0.0)
+    assert torch.equal(plain, sr_direction(copy_split(jac), e_loc, w, energy, shift, precision=precision))
+    assert float((spring - plain).abs().max()) > 1e-3 * scale  # the momentum is there
