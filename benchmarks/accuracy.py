@@ -3,6 +3,7 @@
     python -m benchmarks.accuracy [--molecules H2 LiH N2@1.4 ...] [--steps N] [--threads 1] [--out FILE]
                                   [--runs DIR]   # keep each run folder as DIR/NAME (default: temporary)
     python -m benchmarks.accuracy --collect C2=runs/C2 N2@1.4=runs/n2_curve/r1.4000   # lines of finished runs
+    python -m benchmarks.accuracy --molecules N2 --set sr_momentum=0.99   # a changed setting, recorded
     python -m benchmarks.accuracy --quick      # toy size, seconds (run by the test suite)
 
 Each run uses the ``nnqs vmc`` defaults (``--steps`` overrides the step count only).
@@ -79,12 +80,31 @@ def collect(item: str) -> dict:
                   int(config.get("steps", VMCConfig().steps)), int(config.get("threads", 0)))
 
 
+def parse_settings(items: list[str]) -> dict:
+    """``FIELD=VALUE`` pairs -> VMCConfig fields, each VALUE converted to its field's default's type."""
+    defaults, settings = VMCConfig(), {}
+    for item in items:
+        field, sep, value = item.partition("=")
+        if not sep or not hasattr(defaults, field):
+            raise SystemExit(f"--set {item!r}: expected FIELD=VALUE with a VMCConfig field")
+        kind = type(getattr(defaults, field))
+        if kind is bool:
+            settings[field] = value.lower() in ("1", "true", "yes")
+        elif kind is int:
+            settings[field] = int(float(value))  # 1e12 as well as 1000000000000
+        else:
+            settings[field] = kind(value)
+    return settings
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = benchmark_parser("accuracy", __doc__, "H2, 20 steps, a tiny model")
     parser.add_argument("--molecules", nargs="+", default=TARGETS)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", default=None, help="keep each run folder as RUNS/NAME (replaced if present)")
+    parser.add_argument("--set", nargs="+", metavar="FIELD=VALUE", default=[],
+                        help="run with these VMCConfig fields changed (recorded in each line as 'settings')")
     parser.add_argument("--collect", nargs="+", metavar="NAME=FOLDER", default=None,
                         help="no runs: the lines of finished default-settings run folders")
     args = parser.parse_args(argv)
@@ -99,9 +119,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.quick:
         cfg = replace(toy_config(20), threads=args.threads)
         molecules = ["H2"]
+    settings = parse_settings(args.set)
+    cfg = replace(cfg, **settings)
     records = []
     for name in molecules:
         records.append(measure(name, cfg, args.runs))
+        if settings:
+            records[-1]["settings"] = settings
         emit(records[-1], args.out)
     return records
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 import torch
 
-from nnqs.vmc.sr import SR_SHIFT
+from nnqs.vmc.sr import SR_MOMENTUM, SR_SHIFT
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
 
@@ -49,7 +49,8 @@ class VMCConfig:
     lr: float = 0.05
     lr_final: float | None = None  # where the cosine decay ends (default: lr / 10)
     sr_shift: float = SR_SHIFT  # diagonal shift of the SR matrix, relative to its mean diagonal
-    sr_momentum: float = 0.0  # SPRING: the SR direction regularised towards this times the previous one
+    sr_momentum: float = SR_MOMENTUM  # SPRING: the SR direction regularised towards this times the previous one
+    sr_momentum_schedule: Literal["ramp", "constant"] = "ramp"  # ramp: 0 at the peak lr, sr_momentum at the end
     warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
@@ -96,6 +97,8 @@ def check_run_limits(cfg: VMCConfig) -> None:
     for name in ("teacher_threshold", "core_threshold"):
         if not 0.0 < getattr(cfg, name) < 1.0:
             raise ValueError(f"{name} must be in (0, 1), got {getattr(cfg, name)}")
+    if not 0.0 <= cfg.sr_momentum < 1.0:  # at 1 the directions' part outside X's row space can grow without bound
+        raise ValueError(f"sr_momentum must be in [0, 1), got {cfg.sr_momentum}")
     if not 0.0 < cfg.hf_prob < 1.0:
         raise ValueError(f"hf_prob must be in (0, 1), got {cfg.hf_prob}")
     if cfg.grad_clip == 0:

@@ -8,6 +8,12 @@ X = [Re Ō; Im Ō] (2U x P) and e = [Re ε; Im ε], so S = X^T X and the update
 direction S^-1 X^T e equals X^T (X X^T + λ)^-1 e: a 2U x 2U solve instead of
 a P x P one, cheap while the unique samples are fewer than the parameters.
 The plain VMC gradient is 2 X^T e; this direction is S^-1 of half of it.
+
+With momentum mu (SPRING, arXiv 2401.10190) the direction is the least-squares solution
+argmin |X d - e|^2 + lam |d - mu d_prev|^2 = mu d_prev + X^T (X X^T + lam)^-1 (e - mu X d_prev):
+the same U x U solve with one more product X d_prev. Along X's rows it still fits e; in the
+directions the rows do not see it keeps mu of the previous direction, so steps taken on
+different working sets add up instead of being forgotten.
 """
 from __future__ import annotations
 
@@ -20,6 +26,10 @@ from torch.func import functional_call, grad, vmap
 from nnqs.common.distributed import column_ranges
 
 SR_SHIFT = 1e-4  # default diagonal shift of X X^T, relative to its mean diagonal (VMCConfig.sr_shift too)
+# SPRING (Goldshlager, Abrahamsen, Lin, arXiv 2401.10190): each direction regularised towards this times the
+# previous one (VMCConfig.sr_momentum). With the defaults otherwise unchanged, N2/STO-3G +0.160 -> +0.062 mHa,
+# H2O +0.196 -> +0.001, CH4 +0.428 -> +0.308 (benchmarks/RESULTS.md); 0.9 gave N2 +0.084.
+SR_MOMENTUM = 0.99
 
 
 def per_sample_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
@@ -113,7 +123,8 @@ def sr_direction(
     two U x U blocks are formed and solved apart: the same direction for a quarter of the
     matrix product (``split=False`` forces the single 2U x 2U solve, for comparison).
     ``precision``: ``"mixed"`` (float32 Gram matrices as the preconditioner of a float64 solve,
-    see :func:`_solve_blocks`) or ``"float64"``.
+    see :func:`_solve_blocks`) or ``"float64"``. ``previous`` ``(P,)`` with ``momentum`` mu: the
+    SPRING direction (module docstring), the same on every rank.
     """
     reduce = (lambda t: t) if comm is None else comm.all_reduce_sum
     sw = weights.sqrt().unsqueeze(1)

@@ -119,6 +119,19 @@ def lr_factor(step: int, cfg: VMCConfig) -> float:
     return warmup_cosine(step, cfg.warmup, cfg.steps, floor)
 
 
+def momentum_factor(step: int, cfg: VMCConfig) -> float:
+    """The SPRING momentum at ``step`` relative to ``cfg.sr_momentum``: 1 throughout with the
+    "constant" schedule; with "ramp", 0 during the warmup, then rising as the learning rate's
+    cosine falls, (1 - cos(pi t)) / 2 over the decay (t from 0 to 1), so that early, large steps
+    are plain minSR and the late, small ones carry the momentum."""
+    if cfg.sr_momentum_schedule == "constant":
+        return 1.0
+    if step < cfg.warmup:
+        return 0.0
+    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
+    return 0.5 * (1.0 - math.cos(math.pi * progress))
+
+
 def make_optimizer(wf, cfg: VMCConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW on the plain gradient, or SGD on the SR direction; warmup + cosine schedule."""
     if cfg.optimizer == "sr":
@@ -191,10 +204,10 @@ def vmc_step(
                                     cfg.connected_dtype)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
-        previous = None
-        if cfg.sr_momentum and all("sr_previous" in opt.state[p] for p in wf.parameters()):
+        previous, momentum = None, cfg.sr_momentum * momentum_factor(step, cfg)
+        if momentum and all("sr_previous" in opt.state[p] for p in wf.parameters()):
             previous = torch.cat([opt.state[p]["sr_previous"].reshape(-1).double() for p in wf.parameters()])
-        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm, previous, cfg.sr_momentum)
+        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm, previous, momentum)
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())

@@ -29,3 +29,15 @@ def test_collect_reads_finished_default_runs_and_refuses_others(tmp_path):
     line = main(["--collect", f"H2={default}"])[0]
     result = json.loads((default / "result.json").read_text())
     assert (line["energy"], line["steps"], line["threads"], line["wall_s"]) == (result["energy"], 2, 1, result["wall_s"])
+
+
+def test_settings_are_typed_by_their_field_and_unknown_ones_refused():
+    import pytest
+
+    from benchmarks.accuracy import parse_settings
+
+    assert parse_settings(["sr_momentum=0.99", "steps=1e2", "dtype=float32"]) == {
+        "sr_momentum": 0.99, "steps": 100, "dtype": "float32"}
+    for bad in (["no_such_field=1"], ["steps"]):
+        with pytest.raises(SystemExit, match="FIELD=VALUE"):
+            parse_settings(bad)

@@ -118,3 +118,52 @@ def test_learning_rate_warms_up_then_decays_to_a_tenth(lr):
     assert all(a >= b for a, b in zip(factors[4:], factors[5:]))  # never rises after warmup (a small lr too)
     assert lr_factor(100, cfg) == pytest.approx(0.1)
     assert lr_factor(100, VMCConfig(steps=100, lr=lr, lr_final=lr / 4)) == pytest.approx(0.25)
+
+
+def test_sr_momentum_step_solves_the_spring_least_squares(lih):
+    """With ``sr_momentum`` mu, the second step's update is d = argmin |X d - e|^2 + lam |d - mu d_1|^2
+    (d_1 the first step's applied direction, kept in the optimiser's state): solved here in
+    parameter space, (S + lam) d = f + lam mu d_1, on the whole sector as the working set."""
+    from nnqs.vmc.driver import one_vmc_step
+    from nnqs.vmc.local_energy import local_energy
+
+    ham, basis, _ = lih
+    wf = random_wf(ham)
+    cfg = VMCConfig(steps=4, selection="core", sr_momentum=0.9, sr_momentum_schedule="constant", grad_clip=1e9,
+                    core_every=1000, lr=0.01)
+    state = new_state(wf, cfg)
+    state.core = basis  # the working set is the whole sector, whatever is sampled
+    compact = CompactHamiltonian.from_molecular(ham)
+    one_vmc_step(state, compact, cfg)
+    state.step += 1
+    previous = torch.cat([state.opt.state[p]["sr_previous"].reshape(-1) for p in wf.parameters()])
+    before = torch.cat([p.detach().reshape(-1).clone() for p in wf.parameters()])
+    with torch.no_grad():
+        log_psi = wf.log_psi(basis)
+    w = torch.exp(2 * log_psi.real - torch.logsumexp(2 * log_psi.real, 0))
+    e_loc = local_energy(wf.log_psi, compact, basis, log_psi).values
+    energy = float((w * e_loc.real).sum())
+    jac = per_sample_jacobian(wf, basis)
+    o = w.sqrt()[:, None] * (jac - (w[:, None] * jac).sum(0))
+    s = (o.conj().T @ o).real
+    force = (o.conj().T @ (w.sqrt() * (e_loc - energy))).real
+    lam = cfg.sr_shift * float(torch.cat([o.real, o.imag]).pow(2).sum(1).mean()) + 1e-12
+    expected = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force + lam * 0.9 * previous)
+    lr = state.opt.param_groups[0]["lr"]
+    one_vmc_step(state, compact, cfg)
+    applied = (before - torch.cat([p.detach().reshape(-1) for p in wf.parameters()])) / lr
+    torch.testing.assert_close(applied, expected, atol=1e-7 * float(expected.abs().max()), rtol=0)
+    plain = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force)
+    assert float((applied - plain).abs().max()) > 1e-3 * float(plain.abs().max())  # the momentum moved it
+
+
+def test_momentum_ramp_is_zero_at_the_peak_learning_rate_and_full_at_the_end():
+    from nnqs.vmc.step import lr_factor, momentum_factor
+
+    cfg = VMCConfig(steps=105, warmup=5)
+    ramp = [momentum_factor(s, cfg) for s in range(106)]
+    assert ramp[:6] == [0.0] * 6  # warmup, then the peak learning rate
+    assert all(a <= b for a, b in zip(ramp, ramp[1:])) and ramp[105] == pytest.approx(1.0)
+    for s in range(5, 106):  # the momentum rises exactly as the cosine learning rate falls
+        assert ramp[s] == pytest.approx((1.0 - lr_factor(s, cfg)) / 0.9)
+    assert momentum_factor(0, VMCConfig(sr_momentum_schedule="constant")) == 1.0
