@@ -79,20 +79,25 @@ def test_self_gram_of_no_columns_is_zero():
     assert torch.equal(self_gram(torch.zeros(3, 0, dtype=torch.float64)), torch.zeros(3, 3, dtype=torch.float64))
 
 
+def parameter_space_system(jac, e_loc, w, energy, shift):
+    """The oracle's P x P metric S = Re(O^H O), force Re(O^H eps) and shift lam of a split Jacobian,
+    with the rows centred and weighted as sr_direction does."""
+    u, p = jac.real.shape[0], len(jac.real_columns)
+    full = torch.complex(jac.real.new_zeros(u, p), jac.real.new_zeros(u, p))
+    full.real[:, jac.real_columns], full.imag[:, jac.imag_columns] = jac.real, jac.imag
+    o = w.sqrt()[:, None] * (full - (w[:, None] * full).sum(0))
+    lam = shift * float(torch.cat([o.real, o.imag]).pow(2).sum(1).mean()) + 1e-12
+    return (o.conj().T @ o).real, (o.conj().T @ (w.sqrt() * (e_loc - energy))).real, lam
+
+
 def test_mixed_precision_direction_equals_the_dense_parameter_space_solve(monkeypatch):
     """Float32 Gram matrices precondition conjugate gradients on the float64 system: the direction
     is the P x P solve's to float64 accuracy (not float32's), through the iterations, not the fallback."""
     import nnqs.vmc.sr as sr
 
-    u, p = sr.MIXED_MIN_ROWS + 88, 240
-    jac, e_loc, w, energy = ill_conditioned_system(u, p, seed=4)
-    full = torch.complex(jac.real.new_zeros(u, p + p // 3), jac.real.new_zeros(u, p + p // 3))
-    full.real[:, jac.real_columns], full.imag[:, jac.imag_columns] = jac.real, jac.imag
-    o = w.sqrt()[:, None] * (full - (w[:, None] * full).sum(0))
-    s = (o.conj().T @ o).real
-    force = (o.conj().T @ (w.sqrt() * (e_loc - energy))).real
+    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=4)
     shift = 1e-4
-    lam = shift * float(torch.cat([o.real, o.imag]).pow(2).sum(1).mean()) + 1e-12
+    s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
     dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force)
     iterations = []
     original = sr._pcg
@@ -163,16 +168,10 @@ def test_float32_self_gram_is_the_product_to_float32_rounding():
 def test_spring_direction_equals_the_dense_regularised_least_squares(precision):
     """SPRING: d = argmin |X d - e|^2 + lam |d - mu d_prev|^2, i.e. (X^T X + lam) d = X^T e + lam mu d_prev,
     solved in parameter space; momentum 0 is the plain direction."""
-    u, p = 600, 240
-    jac, e_loc, w, energy = ill_conditioned_system(u, p, seed=5)
-    full = torch.complex(jac.real.new_zeros(u, p + p // 3), jac.real.new_zeros(u, p + p // 3))
-    full.real[:, jac.real_columns], full.imag[:, jac.imag_columns] = jac.real, jac.imag
-    o = w.sqrt()[:, None] * (full - (w[:, None] * full).sum(0))
-    s = (o.conj().T @ o).real
-    force = (o.conj().T @ (w.sqrt() * (e_loc - energy))).real
+    jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=5)
     shift, mu = 1e-4, 0.9
-    lam = shift * float(torch.cat([o.real, o.imag]).pow(2).sum(1).mean()) + 1e-12
-    previous = torch.randn(p + p // 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
+    previous = torch.randn(len(s), generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force + lam * mu * previous)
     spring = sr_direction(copy_split(jac), e_loc, w, energy, shift, precision=precision, previous=previous, momentum=mu)
     scale = float(dense.abs().max())
