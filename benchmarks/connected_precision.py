@@ -12,6 +12,7 @@ the largest change of one local energy, and both times.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 import time
@@ -71,8 +72,6 @@ def toy_model():
     from nnqs.vmc.driver import new_state, one_vmc_step
     from nnqs.vmc.run import make_wavefunction
     from nnqs.vmc.step import toy_config
-
-    import dataclasses
 
     cfg = dataclasses.replace(toy_config(5), optimizer="adamw", selection="samples", lr=1e-2)
     mol = build_hamiltonian(get_spec("LiH"))

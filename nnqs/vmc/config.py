@@ -13,6 +13,7 @@ from typing import Literal
 
 import torch
 
+from nnqs.vmc.local_energy import CONNECTED_DTYPE
 from nnqs.vmc.sr import SR_MOMENTUM, SR_SHIFT
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
@@ -59,7 +60,7 @@ class VMCConfig:
     unique_max: int = 2048  # quarter it while more are seen (0: off)
     max_batch: int = 8192  # configurations per network call in the local energy
     # precision of the network passes over the connected x' of the local energy (ratios and sums float64)
-    connected_dtype: Literal["float32", "float64"] = "float32"
+    connected_dtype: Literal["float32", "float64"] = CONNECTED_DTYPE
     final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
     checkpoint_every: int = 50
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)

@@ -27,8 +27,9 @@ from nnqs.common.distributed import column_ranges
 
 SR_SHIFT = 1e-4  # default diagonal shift of X X^T, relative to its mean diagonal (VMCConfig.sr_shift too)
 # SPRING (Goldshlager, Abrahamsen, Lin, arXiv 2401.10190): each direction regularised towards this times the
-# previous one (VMCConfig.sr_momentum). With the defaults otherwise unchanged, N2/STO-3G +0.160 -> +0.062 mHa,
-# H2O +0.196 -> +0.001, CH4 +0.428 -> +0.308 (benchmarks/RESULTS.md); 0.9 gave N2 +0.084.
+# previous one (VMCConfig.sr_momentum), ramped up as the learning rate falls (VMCConfig.sr_momentum_schedule).
+# Ramped, with the defaults otherwise unchanged: N2/STO-3G +0.160 -> +0.135 mHa, N2 at 2.2 A +0.193 -> +0.164,
+# H2O +0.196 -> +0.111; constant 0.99 gave N2 +0.062 but N2 at 2.2 A +0.931 (benchmarks/RESULTS.md).
 SR_MOMENTUM = 0.99
 
 

@@ -128,8 +128,7 @@ def momentum_factor(step: int, cfg: VMCConfig) -> float:
         return 1.0
     if step < cfg.warmup:
         return 0.0
-    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
-    return 0.5 * (1.0 - math.cos(math.pi * progress))
+    return 1.0 - warmup_cosine(step, cfg.warmup, cfg.steps, 0.0)  # the learning rate's cosine, 1 -> 0
 
 
 def make_optimizer(wf, cfg: VMCConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
