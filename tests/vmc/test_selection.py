@@ -10,7 +10,7 @@ from tests_support import full_index, openfermion_matrix, random_integrals, sect
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy
 from nnqs.vmc.pretrain import fit_to_vector
-from nnqs.vmc.sci import selected_ci
+from nnqs.vmc.sci import MIN_GROWTH, selected_ci
 from nnqs.vmc.selection import pt2_correction, select_core, set_weights, subspace_energy, unique_union
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc.step import energy_and_loss, estimate
@@ -164,6 +164,23 @@ def test_selected_ci_is_the_set_eigenvector_and_reaches_the_ground_state(system)
     tight = selected_ci(ham, hf, threshold=1e-8, max_size=1000)
     assert tight.energy == pytest.approx(float(torch.linalg.eigvalsh(dense)[0]), abs=1e-8)
     assert len(loose.configs) < len(tight.configs) <= len(basis)
+
+
+def test_selected_ci_at_most_doubles_per_round_taking_the_largest_first_order_amplitudes(system):
+    ham, basis, dense = system
+    hf = torch.tensor([[3, 3, 0, 0, 0]])
+    sizes = [1]
+    for rounds in range(1, 5):
+        grown = selected_ci(ham, hf, threshold=1e-8, max_size=1000, max_rounds=rounds)
+        sizes.append(len(grown.configs))
+        assert sizes[-1] <= sizes[-2] + max(sizes[-2], MIN_GROWTH)
+    assert sizes[:3] == [1, 1 + MIN_GROWTH, 2 * (1 + MIN_GROWTH)]  # 100 in the sector, none stops early
+    # Round 1 oracle: from the HF vector, the first-order amplitude is |H[a, hf]| / |H[hf, hf] - H[a, a]|.
+    h0 = int(rows_of(basis, hf)[0])
+    amplitude = dense[:, h0].abs() / (dense[h0, h0] - dense.diagonal()).abs().clamp(min=1e-8)
+    amplitude[h0] = -1.0
+    first = selected_ci(ham, hf, threshold=1e-8, max_size=1000, max_rounds=1).configs[1:]
+    assert set(rows_of(basis, first).tolist()) == set(torch.argsort(amplitude, descending=True)[:MIN_GROWTH].tolist())
 
 
 def test_fit_to_vector_learns_modulus_and_sign(system):
