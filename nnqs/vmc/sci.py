@@ -6,8 +6,8 @@ outside configurations a whose first-order amplitude |<a|H|c>| / |E - H[a, a]| i
 ``MIN_GROWTH``), so the set at most doubles per round, up to ``max_size``. Stops when nothing is
 added. Doubling rather than filling the cap in one round matters where the Hartree-Fock
 vector is a poor guide: on N2/6-31G at 2.2 Angstrom a set of 4,096 is 19.9 mHa above DMRG
-grown by doubling and 49.2 mHa filled from the third round's vector (benchmarks/RESULTS.md). The vector is
-a variational state in its own right (its energy is an upper bound), but what it is for here
+grown by doubling and 49.2 mHa filled from the third round's vector (benchmarks/RESULTS.md).
+The vector is a variational state in its own right (its energy is an upper bound), but what it is for here
 is a target for the supervised pretraining of the network (:mod:`nnqs.vmc.pretrain`): it
 carries the quadruple excitations, with their signs, that sampling never finds.
 """
