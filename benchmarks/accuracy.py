@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import benchmark_parser, emit
+from benchmarks.common import at_bond, benchmark_parser, emit
 from hamiltonians import MoleculeSpec, get_spec
 from nnqs.vmc.run import run_molecule
 from nnqs.vmc.step import VMCConfig, toy_config
@@ -36,8 +36,7 @@ def system_spec(name: str) -> tuple[MoleculeSpec, float | None]:
     if "@" not in name:
         return get_spec(name), None
     base, bond = name.split("@")
-    atoms = [line.split()[0] for line in get_spec(base).atom.replace(";", "\n").splitlines() if line.strip()]
-    return dataclasses.replace(get_spec(base), name=name, atom=f"{atoms[0]} 0 0 0; {atoms[1]} 0 0 {float(bond)}"), float(bond)
+    return at_bond(get_spec(base), float(bond), name), float(bond)
 
 
 def measure(name: str, cfg: VMCConfig, runs: str | None = None) -> dict:

@@ -18,6 +18,14 @@ def benchmark_parser(name: str, doc: str, quick_help: str) -> argparse.ArgumentP
     return parser
 
 
+def at_bond(spec, bond: float, name: str):
+    """The diatomic MoleculeSpec ``spec`` with its two atoms ``bond`` Angstrom apart on z, named ``name``."""
+    import dataclasses
+
+    atoms = [line.split()[0] for line in spec.atom.replace(";", "\n").splitlines() if line.strip()]
+    return dataclasses.replace(spec, name=name, atom=f"{atoms[0]} 0 0 0; {atoms[1]} 0 0 {float(bond)}")
+
+
 def software() -> dict[str, str]:
     """The fields every record carries about where it ran."""
     import torch

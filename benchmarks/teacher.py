@@ -14,11 +14,10 @@ what a working set of that size can give any network.
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 
-from benchmarks.common import benchmark_parser, emit, software
+from benchmarks.common import at_bond, benchmark_parser, emit, software
 
 DEFAULT_SYSTEMS = ["H2O/6-31g", "N2/6-31g@1.1", "N2/6-31g@2.2"]
 FROZEN = {("N2", "6-31g"): (16, 10)}  # active spaces of the systems past FCI
@@ -31,10 +30,7 @@ def system_spec(name: str):
     molecule, _, rest = name.partition("/")
     basis, _, bond = (rest or "sto-3g").partition("@")
     spec = get_spec(molecule, basis=basis, active=FROZEN.get((molecule, basis.lower())))
-    if bond:
-        atoms = [line.split()[0] for line in spec.atom.replace(";", "\n").splitlines() if line.strip()]
-        spec = dataclasses.replace(spec, name=name, atom=f"{atoms[0]} 0 0 0; {atoms[1]} 0 0 {float(bond)}")
-    return spec
+    return at_bond(spec, float(bond), name) if bond else spec
 
 
 def reference(spec) -> tuple[float | None, str | None]:
