@@ -26,6 +26,7 @@ run on the parsed table, before any (n, n, n, n) array is allocated.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -262,8 +263,8 @@ def read_fcidump(path: str | Path) -> MolecularHamiltonian:
 def hamiltonian_from_fcidump(spec: MoleculeSpec) -> MolecularHamiltonian:
     """Read the spec's FCIDUMP file and apply its active space (frozen core in the MO basis)."""
     ham = read_fcidump(spec.fcidump)
-    if spec.active is None:
-        return ham
+    if spec.active is None:  # named as a cache hit names it (a run's checkpoint holds the name)
+        return replace(ham, description=spec.describe())
     check_active_electrons(spec.active, ham.n_electrons, ham.n_alpha - ham.n_beta)
     n_core, n_act = core_and_active(spec.active, ham.n_orbitals, ham.n_electrons, spec.describe())
     h1e, eri, e_core = freeze_core(ham.h1e, ham.eri, ham.e_core, n_core, n_act)
