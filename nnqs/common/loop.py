@@ -14,6 +14,7 @@ continues the same trajectory bit for bit.
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -130,7 +131,8 @@ def state_payload(state: LoopState, cfg: Any, model_config: dict, history: dict)
         "optimizer": state.opt.state_dict(),
         "scheduler": state.sched.state_dict(),
         "step": state.step,
-        "rng": {"torch": torch.get_rng_state(), "generator": state.generator.get_state()},
+        "rng": {"torch": torch.get_rng_state(), "generator": state.generator.get_state(),
+                "generator_device": state.generator.device.type},
         "config": config_to_dict(cfg),
         "history": history,
         "extras": state.extras(),
@@ -153,16 +155,34 @@ def load_model_weights(model: torch.nn.Module, weights: dict, path: str | Path) 
     model.load_state_dict(weights)
 
 
-def restore_state(data: dict, state: LoopState, path: str | Path) -> None:
-    """Put a checkpoint's model, optimizer, schedule, RNG states, step and extras into ``state``."""
+def restore_state(data: dict, state: LoopState, path: str | Path) -> bool:
+    """Put a checkpoint's model, optimizer, schedule, RNG states, step and extras into ``state``.
+    False when the sampler's stream could not be continued (see :func:`restore_generator`)."""
     load_model_weights(state.model, data["model"], path)
     try:
         state.opt.load_state_dict(data["optimizer"])
         state.sched.load_state_dict(data["scheduler"])
-        state.generator.set_state(data["rng"]["generator"])
+        continued = restore_generator(state.generator, data["rng"])
         torch.set_rng_state(data["rng"]["torch"])
         state.step = int(data["step"])
         state.load_extras(data["extras"])
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         reason = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
         raise UserError(f"checkpoint {path} cannot be resumed ({reason})") from None
+    return continued
+
+
+def restore_generator(generator: torch.Generator, rng: dict) -> bool:
+    """Continue the generator's stream from a checkpoint's ``rng``; True if it was continued.
+
+    A state saved on another kind of device (a CUDA Philox state resumed on the CPU, or the
+    reverse: a run moved between machines) does not fit this generator. Its stream cannot go on,
+    so the generator is seeded from the stored state's bytes instead: the same checkpoint resumed
+    twice still draws the same samples. Returns False then."""
+    saved = rng.get("generator_device", generator.device.type)  # older checkpoints: same device kind
+    if saved == generator.device.type:
+        generator.set_state(rng["generator"])
+        return True
+    digest = hashlib.sha256(rng["generator"].numpy().tobytes()).digest()
+    generator.manual_seed(int.from_bytes(digest[:8], "little") % 2**63)
+    return False

@@ -24,6 +24,7 @@ from hamiltonians import InputError, MolecularHamiltonian, MoleculeSpec, build_h
 from nnqs.common.atomic import atomic_write_text
 from nnqs.common.checkpoint import load_checkpoint
 from nnqs.common.config import apply_threads, config_to_toml
+from nnqs.common.console import note
 from nnqs.common.distributed import Communicator, SingleProcess
 from nnqs.common.errors import UserError
 from nnqs.common.guard import DivergenceGuard, event_logger
@@ -43,7 +44,8 @@ from nnqs.vmc.step import VMCConfig, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
 # Options a resumed run may change (applied and recorded in config.toml); all others are fixed.
-MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds", "max_batch", "final_samples")
+# They say where and how fast a run goes, not what it computes.
+MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds", "max_batch", "final_samples", "device")
 
 
 def system_identity(ham: MolecularHamiltonian) -> dict:
@@ -141,7 +143,9 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
         data = resume_checkpoint(folder, KIND, cfg, MUTABLE, expect={"system": system}, changes=changes,
                                  map_location=wf.device, quiet=not comm.is_root)
     if data is not None:
-        restore_state(data, state, folder.checkpoint)
+        if not restore_state(data, state, folder.checkpoint) and comm.is_root:
+            note(f"the checkpoint's sampler stream is of another device than {cfg.device}: sampling goes on "
+                 "from a new stream seeded by it (the run continues; its samples differ from an unmoved run's)")
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
     fresh = init_model is None and data is None
     teacher = pretrain(wf, compact, cfg, progress and comm.is_root, comm) if fresh else {}

@@ -60,7 +60,8 @@ def selected_ci(
         energies, vectors = lowest_eigenpairs(ham, configs, roots)
     vec = vectors[:, 0]
     sign = 1.0 if vec[0] >= 0 else -1.0
-    return SelectedCI(configs, torch.as_tensor(sign * vec, dtype=torch.float64), float(energies[0]), rounds)
+    coefficients = torch.as_tensor(sign * vec, dtype=torch.float64, device=configs.device)
+    return SelectedCI(configs, coefficients, float(energies[0]), rounds)
 
 
 def _first_order_additions(
@@ -70,7 +71,7 @@ def _first_order_additions(
     largest first ``(A, n)``."""
     best = None
     for energy, vec in zip(energies, vectors.T):
-        keys, numerator = external_space(ham, configs, torch.as_tensor(vec))
+        keys, numerator = external_space(ham, configs, torch.as_tensor(vec, device=configs.device))
         if keys.shape[0] == 0:
             return configs[:0]
         outside = unpack(keys, configs.shape[1])

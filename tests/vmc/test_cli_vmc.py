@@ -88,3 +88,35 @@ def test_out_of_memory_is_recognised_and_other_errors_are_not():
         assert is_out_of_memory(chained)
     cuda = out_of_memory_message(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0)"))
     assert "\n" not in cuda and cuda.startswith("out of memory")
+
+
+def test_a_run_moved_to_another_device_resumes_on_a_stream_seeded_by_its_checkpoint(tmp_path, capsys):
+    """A checkpoint whose sampler state is of another device kind (here: relabelled 'cuda', as a GPU
+    run's is) resumes on the CPU: the run goes on, with a note, on a stream seeded by the checkpoint,
+    so resuming the same checkpoint twice gives the same history."""
+    import shutil
+
+    from nnqs.common.checkpoint import load_checkpoint, save_checkpoint
+
+    out = tmp_path / "h2"
+    args = ["vmc", "H2", "--d-model", "8", "--n-layers", "1", "--final-samples", "1000", "--out", str(out),
+            "--json", "--no-exact", "--no-progress", "--selection", "samples"]
+    assert main(args + ["--steps", "3"]) == 0
+    data = load_checkpoint(out / "checkpoint.pt", "vmc")
+    assert data["rng"]["generator_device"] == "cpu"
+    data["rng"]["generator_device"] = "cuda"
+    data["config"]["device"] = "cuda"
+    save_checkpoint(out / "checkpoint.pt", "vmc", data)
+    (out / "config.toml").write_text((out / "config.toml").read_text().replace('device = "cpu"', 'device = "cuda"'))
+    shutil.copytree(out, tmp_path / "copy")
+    capsys.readouterr()
+    histories = []
+    for folder in (out, tmp_path / "copy"):
+        argv = [a if a != str(out) else str(folder) for a in args]
+        assert main(argv + ["--steps", "5", "--device", "cpu", "--resume"]) == 0
+        assert "sampler stream is of another device" in capsys.readouterr().err
+        rows = [line.split(",") for line in (folder / "history.csv").read_text().splitlines()[1:]]
+        assert [row[0] for row in rows] == [str(i) for i in range(5)]
+        histories.append([row[:9] for row in rows])  # all but the wall times
+        assert 'device = "cpu"' in (folder / "config.toml").read_text()
+    assert histories[0] == histories[1]

@@ -1,5 +1,6 @@
 """VMC on a CUDA device against the CPU: one step's statistics, gradient and SR direction on the
-same samples; the sampler's frequencies against |psi|^2 by full enumeration; the NCCL process
+same samples; the selected-CI teacher and a core selection; the sampler's frequencies against
+|psi|^2 by full enumeration; the NCCL process
 group (one process) against gloo on the CPU and against no group at all; a CLI run with
 ``--device cuda`` that resumes on the CPU. Skipped where torch sees no CUDA device (CI has none);
 no PySCF needed (random integrals), so it runs on a bare GPU machine."""
@@ -17,7 +18,8 @@ from hamiltonians import MolecularHamiltonian, write_fcidump
 from nnqs.common.distributed import SingleProcess, TorchDistributed, init_process_group
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.driver import new_state, run_vmc
-from nnqs.vmc.selection import subspace_energy
+from nnqs.vmc.sci import selected_ci
+from nnqs.vmc.selection import select_core, subspace_energy
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc.step import VMCConfig, energy_and_loss
 from nnqs.vmc.wavefunction import TransformerWavefunction
@@ -75,6 +77,22 @@ def test_one_step_on_cuda_equals_the_cpu_step():
     # the default float32 passes over the connected configurations: float32's accuracy
     f32 = step_numbers("cuda", SingleProcess("cuda"), connected_dtype="float32")
     assert f32["stats"][0] == pytest.approx(cpu["stats"][0], rel=1e-6)
+
+
+def test_teacher_and_core_selection_on_cuda_equal_the_cpu():
+    runs = {}
+    for device in ("cpu", "cuda"):
+        ham, wf = CompactHamiltonian.from_molecular(molecular(), device), tiny_wf(device)
+        sci = selected_ci(ham, wf.hf_config().unsqueeze(0), 1e-3, 40)
+        seed = sci.configs[:12]
+        with torch.no_grad():
+            chosen = select_core(wf.log_psi, ham, seed, wf.log_psi(seed), 1e-3, 60, energy=sci.energy)
+        runs[device] = (sci, chosen.configs.cpu())
+    (sci_cpu, core_cpu), (sci_gpu, core_gpu) = runs["cpu"], runs["cuda"]
+    assert sci_gpu.coefficients.device.type == "cuda" and 12 < len(sci_cpu.configs) <= 40
+    assert torch.equal(sci_gpu.configs.cpu(), sci_cpu.configs) and sci_gpu.energy == pytest.approx(sci_cpu.energy)
+    torch.testing.assert_close(sci_gpu.coefficients.cpu(), sci_cpu.coefficients)
+    assert torch.equal(core_gpu, core_cpu)
 
 
 def test_sampler_on_cuda_draws_psi_squared():
