@@ -90,9 +90,13 @@ def test_teacher_and_core_selection_on_cuda_equal_the_cpu():
         runs[device] = (sci, chosen.configs.cpu())
     (sci_cpu, core_cpu), (sci_gpu, core_gpu) = runs["cpu"], runs["cuda"]
     assert sci_gpu.coefficients.device.type == "cuda" and 12 < len(sci_cpu.configs) <= 40
-    assert torch.equal(sci_gpu.configs.cpu(), sci_cpu.configs) and sci_gpu.energy == pytest.approx(sci_cpu.energy)
-    torch.testing.assert_close(sci_gpu.coefficients.cpu(), sci_cpu.coefficients)
-    assert torch.equal(core_gpu, core_cpu)
+    assert sci_gpu.energy == pytest.approx(sci_cpu.energy, abs=1e-10)
+    # the same set with the same coefficients, row by row (ties may be ranked in another order)
+    gpu_rows = {tuple(c): v for c, v in zip(sci_gpu.configs.tolist(), sci_gpu.coefficients.tolist())}
+    cpu_rows = {tuple(c): v for c, v in zip(sci_cpu.configs.tolist(), sci_cpu.coefficients.tolist())}
+    assert gpu_rows.keys() == cpu_rows.keys()
+    assert all(gpu_rows[c] == pytest.approx(cpu_rows[c], abs=1e-9) for c in cpu_rows)
+    assert sorted(map(tuple, core_gpu.tolist())) == sorted(map(tuple, core_cpu.tolist()))
 
 
 def test_sampler_on_cuda_draws_psi_squared():
