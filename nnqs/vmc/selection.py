@@ -90,7 +90,7 @@ def select_core(
     everything = torch.cat([configs, tokens])
     score = torch.cat([log_psi.real - ceiling, score_out])
     keep = score >= float(np.log(threshold))
-    order = torch.argsort(score[keep], descending=True)[:max_size]
+    order = torch.argsort(score[keep], descending=True, stable=True)[:max_size]
     return Selection(everything[keep][order], len(everything), len(tokens))
 
 
