@@ -1,0 +1,20 @@
+"""The device benchmark runs at toy size (on the CPU where no GPU is seen) so it cannot rot."""
+import json
+
+from benchmarks.device import main
+
+
+def test_quick_device_benchmark_reports_every_step(capsys):
+    assert main(["--quick", "--devices", "cpu"]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    cpu = record["cpu"]
+    assert record["benchmark"] == "device" and cpu["finished"] and cpu["steps_done"] == 3
+    assert len(cpu["step_times_s"]) == 3 and cpu["median_step_s"] > 0 and cpu["teacher_s"] > 0
+
+
+def test_a_run_stopped_at_the_limit_reports_its_finished_steps(capsys):
+    assert main(["--molecule", "LiH", "--steps", "4000", "--pretrain-steps", "5", "--devices", "cpu",
+                 "--limit", "15"]) == 0  # fmt: skip
+    cpu = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["cpu"]
+    assert not cpu["finished"] and 0 < cpu["steps_done"] < 4000
+    assert len(cpu["step_times_s"]) == cpu["steps_done"] and cpu["energy"] is None
