@@ -6,6 +6,7 @@
     python -m benchmarks.vmc_step --scaling-only --systems N2 H2O/6-31g H2O/cc-pvdz --threads 1
     python -m benchmarks.vmc_step --tree --systems N2 H2O/6-31g H2O/cc-pvdz --threads 1
     python -m benchmarks.vmc_step --tree --systems H2O/cc-pvdz --tree-teacher 256 --tree-limit 0 --repeats 1
+    python -m benchmarks.vmc_step --reselect --systems H2O/6-31g N2/cc-pvdz-fc --threads 1 --repeats 1
 
 Two records per system (``--ablation``: only the third):
 
@@ -19,6 +20,11 @@ Two records per system (``--ablation``: only the third):
   and by plain passes in the same run; the last record fits the exponent of time ~ n_orbitals^p.
 * ``"tree_evaluation"`` (``--tree``): log psi of the teacher set's external space (the core
   selection's work) by plain passes, through the prefix tree, and through it in float32.
+* ``"core_reselection"`` (``--reselect``): one re-selection of the core (``select_core``, the
+  first-order rule) from the selected-CI teacher's set, with the model fitted to it for
+  ``--reselect-fit`` float32 steps, timed in one run with the float32 prefix-tree ranker cut
+  below the threshold (the default) and not cut; whether the two cores are the same, and the
+  time of the external space and of its diagonal on their own.
 * ``"local_energy_ablation"``: the exact local energy of the model's own samples, timed in one
   run with and without the symmetry-zero cutoff and the pass-size bound, with the speedup and
   the largest difference of the local energies.
@@ -39,7 +45,7 @@ from nnqs.vmc.driver import new_state
 import nnqs.vmc.local_energy as le
 from nnqs.vmc.compact_hamiltonian import ELEMENT_CUTOFF, CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy
-from nnqs.vmc.prefix_tree import TreeLogPsi
+from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
 from nnqs.vmc.step import VMCConfig, vmc_step
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
@@ -48,7 +54,10 @@ HF_PROB = 0.7  # P(HF) at init of the recorded results (runs start at VMCConfig.
 
 
 def load(system: str):
+    """A catalog molecule ``NAME[/BASIS]``; ``N2/cc-pvdz-fc``: N2/cc-pVDZ with the 1s orbitals frozen (52 qubits)."""
     name, _, basis = system.partition("/")
+    if basis == "cc-pvdz-fc":
+        return build_hamiltonian(get_spec(name, basis="cc-pvdz", active=(26, 10)))
     return build_hamiltonian(get_spec(name, basis=basis or "sto-3g"))
 
 
@@ -158,6 +167,55 @@ def ablation_record(system: str, ham, n_samples: int, repeats: int = 3) -> dict:
     return record
 
 
+class UncutTreeLogPsi(TreeLogPsi):
+    """The prefix-tree ranker as before the cut: every amplitude exact (``above`` ignores the floor)."""
+
+    def above(self, log_abs_floor: float) -> "UncutTreeLogPsi":
+        return self
+
+
+def reselect_record(system: str, ham, fit_steps: int, repeats: int = 1) -> dict:
+    """One core re-selection from the teacher's set, the ranker cut below the threshold and not."""
+    from nnqs.vmc.keys import unpack
+    from nnqs.vmc.pretrain import fit_to_vector
+    from nnqs.vmc.sci import selected_ci
+    from nnqs.vmc.selection import external_space, normalised_amplitudes, select_core
+
+    cfg = VMCConfig()
+    wf = fixed_model(ham)
+    compact = CompactHamiltonian.from_molecular(ham)
+    sci = selected_ci(compact, wf.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
+    t0 = time.perf_counter()
+    fit_loss = fit_to_vector(wf, sci.configs, sci.coefficients, fit_steps, cfg.pretrain_lr, dtype=torch.float32)
+    t_fit = time.perf_counter() - t0
+    with torch.no_grad():
+        log_psi = wf.log_psi(sci.configs)
+    t0 = time.perf_counter()
+    keys, _ = external_space(compact, sci.configs, normalised_amplitudes(log_psi))
+    t_external = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    compact.diagonal(unpack(keys, ham.n_orbitals))
+    t_diagonal = time.perf_counter() - t0
+    record = {"benchmark": "core_reselection", "system": system, "n_orbitals": ham.n_orbitals,
+              "n_set": len(sci.configs), "n_external": len(keys), "fit_steps": fit_steps, "fit_loss": round(fit_loss, 4),
+              "t_fit": round(t_fit, 2), "t_external": round(t_external, 3), "t_diagonal": round(t_diagonal, 3),
+              "repeats": repeats, "threads": torch.get_num_threads()}  # fmt: skip
+    cores = {}
+    for name, kind in (("cut", TreeLogPsi), ("uncut", UncutTreeLogPsi)):
+        times = []
+        for _ in range(repeats):
+            ranker = kind(wf, min(cfg.max_batch, TREE_ROWS), torch.float32)
+            t0 = time.perf_counter()
+            cores[name] = select_core(ranker, compact, sci.configs, log_psi, cfg.core_threshold, cfg.core_max,
+                                      cfg.max_batch, sci.energy).configs  # fmt: skip
+            times.append(time.perf_counter() - t0)
+        record[f"t_{name}"] = round(statistics.median(times), 3)
+    record["speedup"] = round(record["t_uncut"] / max(record["t_cut"], 1e-9), 2)
+    record["same_core"] = bool(torch.equal(cores["cut"], cores["uncut"]))
+    record["n_core"] = len(cores["cut"])
+    return record
+
+
 def tree_record(system: str, ham, teacher_max: int, limit: int | None, repeats: int = 3) -> dict:
     """log psi of the external space of the selected-CI teacher's set (what the core selection
     evaluates; at most ``limit`` of its configurations), timed in one run by plain passes in
@@ -220,7 +278,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="only the prefix-tree records: log psi of each system's teacher's external space")
     parser.add_argument("--tree-teacher", type=int, default=4096, help="--tree: configurations of the teacher's set")
     parser.add_argument("--tree-limit", type=int, default=10**5, help="--tree: most external configurations (0: all)")
-    parser.add_argument("--repeats", type=int, default=3, help="--tree, --ablation: timed repeats (median)")
+    parser.add_argument("--repeats", type=int, default=3, help="--tree, --ablation, --reselect: timed repeats (median)")
+    parser.add_argument("--reselect", action="store_true",
+                        help="only the core re-selection, the ranker cut below the threshold and not")
+    parser.add_argument("--reselect-fit", type=int, default=100, help="--reselect: teacher-fit steps first")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.quick:
@@ -231,6 +292,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for system in args.systems:
             records.append(tree_record(system, load(system), 64 if args.quick else args.tree_teacher,
                                        args.tree_limit or None, 1 if args.quick else args.repeats))
+            emit(records[-1], args.out)
+        return records
+    if args.reselect:
+        for system in args.systems:
+            records.append(reselect_record(system, load(system), 5 if args.quick else args.reselect_fit,
+                                           1 if args.quick else args.repeats))
             emit(records[-1], args.out)
         return records
     if args.ablation:

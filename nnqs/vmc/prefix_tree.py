@@ -39,11 +39,18 @@ def prefix_groups(configs: torch.Tensor) -> torch.Tensor:
     return torch.stack(levels) if levels else ids.new_zeros(0, configs.shape[0])
 
 
-def log_prob_by_prefix_tree(model: SamplerModel, configs: torch.Tensor, rows: int = TREE_ROWS) -> torch.Tensor:
+def log_prob_by_prefix_tree(model: SamplerModel, configs: torch.Tensor, rows: int = TREE_ROWS,
+                            floor: float | None = None) -> torch.Tensor:
     """``log P(x)`` ``(M,)`` float64 of ``configs`` ``(M, n)`` long, the same values as the plain
     pass (``-inf`` outside the sector); under no_grad. The configurations are sorted and cut
     into trees of at most ``rows`` configurations (prefixes shared across a cut are evaluated
-    once per tree)."""
+    once per tree).
+
+    With a ``floor``, a prefix whose log probability has fallen below it is not followed further:
+    the conditionals of an autoregressive model are probabilities, so no configuration under it
+    can come back above the floor. Every value at or above the floor is then exact, and every
+    other one is below the floor (the log probability of the prefix where it was cut, an upper
+    bound, or the exact value)."""
     m, n = configs.shape
     out = torch.empty(m, dtype=torch.float64, device=configs.device)
     if m == 0:
@@ -57,35 +64,43 @@ def log_prob_by_prefix_tree(model: SamplerModel, configs: torch.Tensor, rows: in
             local = groups[:, start : start + rows]
             # A contiguous slice of the sorted configurations holds consecutive prefix ids at every
             # orbital: renumbered from 0, they are the slice's own prefix ids.
-            out[block] = _tree_log_prob(model, configs[block], local - local[:, :1])
+            out[block] = _tree_log_prob(model, configs[block], local - local[:, :1], floor)
     return out
 
 
-def _tree_log_prob(model: SamplerModel, configs: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+def _tree_log_prob(model: SamplerModel, configs: torch.Tensor, groups: torch.Tensor,
+                   floor: float | None = None) -> torch.Tensor:
     """``log P`` ``(M,)`` float64 of one tree's ``configs`` ``(M, n)``, sorted lexicographically,
-    with their prefix ids ``groups`` ``(n, M)`` (:func:`prefix_groups`)."""
+    with their prefix ids ``groups`` ``(n, M)`` (:func:`prefix_groups`); prefixes below ``floor``
+    are dropped (see :func:`log_prob_by_prefix_tree`)."""
     m, n = configs.shape
     total = torch.zeros(m, dtype=torch.float64, device=configs.device)
     cache = model.new_cache(branching=True)
     prefix = configs[:1, :0]  # the root: one empty prefix
     n_up = n_dn = torch.zeros(1, dtype=torch.long, device=configs.device)
-    parent_of = torch.zeros(m, dtype=torch.long, device=configs.device)  # each config's prefix row at this level
+    live = torch.arange(m, device=configs.device)  # the configurations still followed, in sorted order
+    parent_of = torch.zeros(m, dtype=torch.long, device=configs.device)  # each live config's prefix row
     spent = None  # the cache whose rows the current one gathers at its first update
     for i in range(n):
         logp = model.next_log_conditional(prefix, n_up, n_dn, cache).double()  # (B_i, 4)
         if spent is not None and hasattr(spent, "release"):
             spent.release()  # its rows were gathered by that forward: recycle the buffers
-        total += logp[parent_of, configs[:, i]]
+        total[live] += logp[parent_of, configs[live, i]]
         if i == n - 1:
             break
-        ids = groups[i]
-        starts = torch.ones(m, dtype=torch.bool, device=configs.device)
+        if floor is not None:
+            keep = total[live] >= floor
+            live, parent_of = live[keep], parent_of[keep]
+            if len(live) == 0:
+                break
+        ids = groups[i, live]
+        starts = torch.ones(len(live), dtype=torch.bool, device=configs.device)
         starts[1:] = ids[1:] != ids[:-1]
         first = starts.nonzero().squeeze(1)  # the first config of each prefix (the configs are sorted)
-        parent_rows, state = parent_of[first], configs[first, i]
-        prefix = configs[first, : i + 1]
+        parent_rows, state = parent_of[first], configs[live[first], i]
+        prefix = configs[live[first], : i + 1]
         n_up, n_dn = n_up[parent_rows] + (state & 1), n_dn[parent_rows] + (state >> 1)
-        spent, cache, parent_of = cache, cache.select(parent_rows), ids
+        spent, cache, parent_of = cache, cache.select(parent_rows), starts.cumsum(0) - 1
     return total
 
 
@@ -96,7 +111,8 @@ class TreeLogPsi:
     now), for uses that only rank amplitudes (the core selection); results are float64 either way.
 
     ``whole_batch`` tells :func:`nnqs.vmc.local_energy.evaluate_chunked` to hand it every
-    configuration at once (it cuts its own trees)."""
+    configuration at once (it cuts its own trees). :meth:`above` gives a copy that only needs the
+    amplitudes at or above a floor exactly (the others: any value below it, phase 0)."""
 
     whole_batch = True
 
@@ -105,10 +121,23 @@ class TreeLogPsi:
             import copy
 
             wf = copy.deepcopy(wf).to(dtype)
-        self.wf, self.rows = wf, max(1, rows)
+        self.wf, self.rows, self.floor = wf, max(1, rows), None
+
+    def above(self, log_abs_floor: float) -> "TreeLogPsi":
+        """The same evaluator (the same model copy), exact only where ``log |psi| >= log_abs_floor``."""
+        import copy
+
+        pruned = copy.copy(self)
+        pruned.floor = 2.0 * log_abs_floor  # on log P = 2 log |psi|
+        return pruned
 
     def __call__(self, configs: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            log_prob = log_prob_by_prefix_tree(self.wf, configs, self.rows)
-            phase = torch.cat([self.wf.phase(c).double() for c in configs.split(self.rows)]) if len(configs) else log_prob
+            log_prob = log_prob_by_prefix_tree(self.wf, configs, self.rows, self.floor)
+            phase = torch.zeros_like(log_prob)
+            needed = torch.arange(len(configs), device=configs.device)
+            if self.floor is not None:
+                needed = needed[log_prob >= self.floor]
+            for rows in needed.split(self.rows):
+                phase[rows] = self.wf.phase(configs[rows]).double()
         return torch.complex(0.5 * log_prob, phase)

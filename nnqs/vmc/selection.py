@@ -30,6 +30,7 @@ from nnqs.common.distributed import SingleProcess
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.keys import lookup, pack, unique_keys, unpack
 from nnqs.vmc.local_energy import LogPsiFn, evaluate_chunked, local_energy
+from nnqs.vmc.prefix_tree import TreeLogPsi
 
 
 def unique_union(*sets: torch.Tensor) -> torch.Tensor:
@@ -43,6 +44,12 @@ def set_weights(log_psi: torch.Tensor) -> torch.Tensor:
     """``|psi|^2`` renormalised over the set: ``(U,)`` complex log psi -> ``(U,)`` float64 summing to 1."""
     log_w = 2.0 * log_psi.detach().real.double()
     return torch.softmax(log_w, dim=0)
+
+
+# How far below the threshold (in log |psi|) the prefix-tree ranker still evaluates exactly: a
+# configuration whose prefix falls below it cannot pass on its network amplitude (the conditionals
+# are probabilities), so its subtree is cut. The margin covers float32 rounding of the ranker.
+FLOOR_MARGIN = 1e-3
 
 
 def rows_per_chunk(ham: CompactHamiltonian) -> int:
@@ -83,6 +90,8 @@ def select_core(
     outside, coupling = external_space(ham, configs, amplitudes)
     tokens = unpack(outside, configs.shape[1]).to(configs.device)
     ceiling = float(log_psi.real.max())
+    if isinstance(log_psi_fn, TreeLogPsi):  # only amplitudes that can pass need to be exact
+        log_psi_fn = log_psi_fn.above(ceiling + float(np.log(threshold)) - FLOOR_MARGIN)
     score_out = comm.unshare(evaluate_chunked(log_psi_fn, comm.share(tokens), max_batch).real) - ceiling
     if energy is not None and len(tokens):
         first_order = coupling.abs() / (energy - ham.diagonal(tokens)).abs().clamp_min(1e-12)

@@ -72,3 +72,12 @@ def test_quick_step_records_one_per_connected_dtype():
     records = main(["--quick", "--threads", "1", "--connected-dtypes", "float32", "float64"])
     steps = [(r["system"], r["connected_dtype"]) for r in records if r["benchmark"] == "vmc_step"]
     assert steps == [("H2", "float32"), ("H2", "float64"), ("LiH", "float32"), ("LiH", "float64")]
+
+
+def test_quick_reselection_benchmark_finds_the_same_core_cut_or_not(monkeypatch):
+    monkeypatch.setattr("nnqs.vmc.local_energy.TREE_MIN_ORBITALS", 1)  # LiH through the tree, cut and uncut
+    records = main(["--reselect", "--quick", "--threads", "1"])
+    assert [r["system"] for r in records] == ["H2", "LiH"]
+    for r in records:
+        assert r["benchmark"] == "core_reselection" and r["same_core"] and r["n_core"] >= r["n_set"]
+        assert r["t_cut"] > 0 and r["t_uncut"] > 0

@@ -27,6 +27,18 @@ def test_connections_reproduce_openfermion_rows(n, n_alpha, n_beta):
         assert len(set(targets.tolist())) == len(targets)  # every excitation reaches a distinct x'
 
 
+def test_diagonal_in_chunks_equals_the_openfermion_diagonal(monkeypatch):
+    n, n_alpha, n_beta = 5, 2, 2
+    h, g = random_integrals(n, seed=9)
+    full = openfermion_matrix(h, g, e_core=0.4)
+    ham = CompactHamiltonian(h, g, 0.4, n_alpha, n_beta)
+    tokens = sector_tokens(n, n_alpha, n_beta)
+    whole = ham.diagonal(tokens)
+    monkeypatch.setattr("nnqs.vmc.compact_hamiltonian.DIAGONAL_ROWS", 7)  # 100 rows: 15 chunks
+    torch.testing.assert_close(ham.diagonal(tokens), whole, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(whole.numpy(), full.diagonal()[full_index(tokens)].real, atol=1e-12)
+
+
 def test_keys_pack_many_words():
     tokens = torch.randint(0, 4, (7, 70))
     keys = pack(tokens)

@@ -62,3 +62,41 @@ def test_local_energy_through_the_tree_equals_the_plain_passes(monkeypatch, min_
     tree = local_energy(TreeLogPsi(wf, rows=9), ham, samples, log_psi, max_batch=5).values
     torch.testing.assert_close(tree, plain, atol=1e-10, rtol=0)
     assert evaluate_chunked(TreeLogPsi(wf), samples[:0], 5).shape == (0,)
+
+
+@pytest.mark.parametrize("quantile", [0.0, 0.5, 1.0])
+def test_a_floor_keeps_every_value_above_it_exact_and_every_other_below_it(quantile):
+    wf = _model(seed=4)
+    configs = all_configurations(6)
+    configs = configs[torch.randperm(len(configs), generator=torch.Generator().manual_seed(2))]
+    plain = wf.log_prob(configs).detach()
+    inside = in_sector(configs, 2, 3)
+    floor = float(torch.quantile(plain[inside], quantile))
+    for rows in (50, 10**5):
+        cut = log_prob_by_prefix_tree(wf, configs, rows, floor)
+        above = plain >= floor
+        torch.testing.assert_close(cut[above], plain[above], atol=1e-12, rtol=0)
+        assert bool((cut[~above] < floor).all()) and bool((cut >= plain - 1e-12).all())  # cut: upper bounds
+    exact = TreeLogPsi(wf, rows=33)(configs[inside])
+    pruned = TreeLogPsi(wf, rows=33).above(0.5 * floor)(configs[inside])
+    keep = exact.real >= 0.5 * floor
+    torch.testing.assert_close(pruned[keep], exact[keep], atol=1e-12, rtol=0)
+    assert bool((pruned.real[~keep] < 0.5 * floor).all())
+
+
+def test_core_selection_through_the_pruned_tree_equals_the_plain_pass(monkeypatch):
+    """select_core hands the ranker a floor just below its threshold: the same core as the plain pass."""
+    from nnqs.vmc.selection import select_core
+
+    monkeypatch.setattr("nnqs.vmc.local_energy.TREE_MIN_ORBITALS", 1)
+    n, n_alpha, n_beta = 7, 3, 2
+    h, g = random_integrals(n, seed=8)
+    ham = CompactHamiltonian(h, g, 0.3, n_alpha, n_beta)
+    wf = _model(n, n_alpha, n_beta, seed=6)
+    configs = all_configurations(n)
+    configs = configs[in_sector(configs, n_alpha, n_beta)][::17]
+    log_psi = wf.log_psi(configs).detach()
+    for threshold, rule in ((1e-1, None), (3e-2, -5.0), (1e-3, None)):
+        tree = select_core(TreeLogPsi(wf, rows=13), ham, configs, log_psi, threshold, 400, 7, energy=rule)
+        plain = select_core(wf.log_psi, ham, configs, log_psi, threshold, 400, 7, energy=rule)
+        assert torch.equal(tree.configs, plain.configs) and len(plain.configs) > len(configs) // 2
