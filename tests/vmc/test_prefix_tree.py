@@ -16,6 +16,16 @@ def _model(n: int = 6, n_alpha: int = 2, n_beta: int = 3, seed: int = 0) -> Tran
     return TransformerWavefunction(n, n_alpha, n_beta, d_model=16, n_layers=2, dtype=torch.float64, hf_bias=0.5)
 
 
+def _system(n: int, n_alpha: int, n_beta: int, seed: int, model_seed: int, stride: int):
+    """Random integrals, a model, every ``stride``-th sector configuration and its log psi."""
+    h, g = random_integrals(n, seed=seed)
+    ham = CompactHamiltonian(h, g, 0.3, n_alpha, n_beta)
+    wf = _model(n, n_alpha, n_beta, seed=model_seed)
+    configs = all_configurations(n)
+    configs = configs[in_sector(configs, n_alpha, n_beta)][::stride]
+    return ham, wf, configs, wf.log_psi(configs).detach()
+
+
 def test_prefix_ids_number_the_distinct_prefixes_in_lexicographic_order():
     configs = torch.tensor([[1, 2, 0], [0, 3, 1], [1, 2, 3], [0, 3, 1], [1, 0, 0]])
     groups = prefix_groups(configs)
@@ -51,13 +61,7 @@ def test_tree_log_psi_is_the_wavefunction_log_psi_and_float32_ranks_alike():
 @pytest.mark.parametrize("min_orbitals", [1, 100])  # through the tree; the plain fallback for short ones
 def test_local_energy_through_the_tree_equals_the_plain_passes(monkeypatch, min_orbitals):
     monkeypatch.setattr("nnqs.vmc.local_energy.TREE_MIN_ORBITALS", min_orbitals)
-    n, n_alpha, n_beta = 6, 2, 3
-    h, g = random_integrals(n, seed=5)
-    ham = CompactHamiltonian(h, g, 0.3, n_alpha, n_beta)
-    wf = _model(n, n_alpha, n_beta, seed=2)
-    configs = all_configurations(n)
-    samples = configs[in_sector(configs, n_alpha, n_beta)][::7]
-    log_psi = wf.log_psi(samples).detach()
+    ham, wf, samples, log_psi = _system(6, 2, 3, seed=5, model_seed=2, stride=7)
     plain = local_energy(wf.log_psi, ham, samples, log_psi, max_batch=5).values
     tree = local_energy(TreeLogPsi(wf, rows=9), ham, samples, log_psi, max_batch=5).values
     torch.testing.assert_close(tree, plain, atol=1e-10, rtol=0)
@@ -89,13 +93,7 @@ def test_core_selection_through_the_pruned_tree_equals_the_plain_pass(monkeypatc
     from nnqs.vmc.selection import select_core
 
     monkeypatch.setattr("nnqs.vmc.local_energy.TREE_MIN_ORBITALS", 1)
-    n, n_alpha, n_beta = 7, 3, 2
-    h, g = random_integrals(n, seed=8)
-    ham = CompactHamiltonian(h, g, 0.3, n_alpha, n_beta)
-    wf = _model(n, n_alpha, n_beta, seed=6)
-    configs = all_configurations(n)
-    configs = configs[in_sector(configs, n_alpha, n_beta)][::17]
-    log_psi = wf.log_psi(configs).detach()
+    ham, wf, configs, log_psi = _system(7, 3, 2, seed=8, model_seed=6, stride=17)
     for threshold, rule in ((1e-1, None), (3e-2, -5.0), (1e-3, None)):
         tree = select_core(TreeLogPsi(wf, rows=13), ham, configs, log_psi, threshold, 400, 7, energy=rule)
         plain = select_core(wf.log_psi, ham, configs, log_psi, threshold, 400, 7, energy=rule)
