@@ -115,7 +115,7 @@ class CompactHamiltonian:
 
     def diagonal(self, tokens: torch.Tensor) -> torch.Tensor:
         """H[x, x] for ``(B, n)`` tokens -> ``(B,)`` float64 Hartree."""
-        if len(tokens) > DIAGONAL_ROWS:  # the products stay in cache (measured below)
+        if len(tokens) > DIAGONAL_ROWS:  # the products stay in cache (see DIAGONAL_ROWS)
             return torch.cat([self.diagonal(part) for part in tokens.split(DIAGONAL_ROWS)])
         na, nb = (tokens & 1).double(), (tokens >> 1).double()
         jk = self.coulomb - self.exchange

@@ -63,7 +63,7 @@ class Selection:
 
     configs: torch.Tensor
     n_candidates: int  # distinct configurations of S and connected to S
-    n_evaluated: int  # connected configurations whose amplitude had to be computed
+    n_evaluated: int  # connected configurations handed to the ranker (the cut tree stops early on most)
 
 
 def select_core(
