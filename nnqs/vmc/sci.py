@@ -78,4 +78,4 @@ def _first_order_additions(
         amplitude = numerator.abs() / (ham.diagonal(outside) - float(energy)).abs().clamp(min=1e-8)
         best = amplitude if best is None else torch.maximum(best, amplitude)  # same sorted keys for every root
     chosen = torch.nonzero(best >= threshold).squeeze(1)
-    return outside[chosen[torch.argsort(best[chosen], descending=True, stable=True)]]  # ties: in key order on any device
+    return outside[chosen[torch.argsort(best[chosen], descending=True)]]
