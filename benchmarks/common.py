@@ -26,6 +26,36 @@ def at_bond(spec, bond: float, name: str):
     return dataclasses.replace(spec, name=name, atom=f"{atoms[0]} 0 0 0; {atoms[1]} 0 0 {float(bond)}")
 
 
+# Active spaces (orbitals, electrons) of the systems past FCI: their 1s orbitals frozen.
+FROZEN = {("N2", "6-31g"): (16, 10), ("N2", "cc-pvdz"): (26, 10)}
+
+
+def system_spec(name: str):
+    """``NAME/BASIS[@R]`` -> MoleculeSpec: a catalog molecule in a basis (STO-3G without one), the
+    diatomic at bond length R Angstrom with ``@R``; the systems of ``FROZEN`` with their 1s frozen."""
+    from hamiltonians import get_spec
+
+    molecule, _, rest = name.partition("/")
+    basis, _, bond = (rest or "sto-3g").partition("@")
+    spec = get_spec(molecule, basis=basis, active=FROZEN.get((molecule, basis.lower())))
+    return at_bond(spec, float(bond), name) if bond else spec
+
+
+def history_rows(history: Path) -> list[dict[str, str]]:
+    """The rows of a run's history.csv (none if it is missing: a run stopped before its first step)."""
+    import csv
+
+    if not Path(history).is_file():
+        return []
+    with open(history) as fh:
+        return list(csv.DictReader(fh))
+
+
+def step_seconds(row: dict[str, str]) -> float:
+    """The wall time of a step from its history row: ``t_sample + t_local + t_grad``."""
+    return float(row["t_sample"]) + float(row["t_local"]) + float(row["t_grad"])
+
+
 def software() -> dict[str, str]:
     """The fields every record carries about where it ran."""
     import torch

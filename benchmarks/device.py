@@ -17,7 +17,6 @@ Prints one JSON object.
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 import statistics
@@ -27,10 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import benchmark_parser, emit, software
+from benchmarks.common import benchmark_parser, emit, history_rows, software, step_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE_EVERY = 5  # VMCConfig.core_every's default: step k re-selects when k % 5 == 4
 GPU_CORES = 2  # cores left to the cuda run in --side-by-side
 
 
@@ -51,14 +49,16 @@ def launch(cmd: list[str], cores: set[int] | None, threads: int, log: Path) -> s
 
 def summarise(out: Path, stdout: str, returncode: int | None) -> dict:
     """Step times from the run's history.csv (finished steps only), teacher time from result.json."""
-    rows = list(csv.DictReader((out / "history.csv").open())) if (out / "history.csv").is_file() else []
-    times = [float(r["t_sample"]) + float(r["t_local"]) + float(r["t_grad"]) for r in rows]
-    steps = [int(r["step"]) for r in rows]
-    reselect = [t for s, t in zip(steps, times) if s % CORE_EVERY == CORE_EVERY - 1]
-    plain = [t for s, t in zip(steps[1:], times[1:]) if s % CORE_EVERY != CORE_EVERY - 1]  # step 0 warms up
+    from nnqs.vmc.config import VMCConfig
+
+    every = VMCConfig().core_every  # the default cadence: step k re-selects when k % every == every - 1
+    rows = history_rows(out / "history.csv")
+    steps, times = [int(r["step"]) for r in rows], [step_seconds(r) for r in rows]
+    reselect = [t for s, t in zip(steps, times) if s % every == every - 1]
+    plain = [t for s, t in zip(steps[1:], times[1:]) if s % every != every - 1]  # step 0 warms up
     result = json.loads(stdout.strip().splitlines()[-1]) if returncode == 0 and stdout.strip() else {}
     median = (lambda xs: round(statistics.median(xs), 4) if xs else None)
-    return {"steps_done": len(rows), "median_step_s": median(times[1:] or times), "median_plain_step_s": median(plain),
+    return {"steps_done": len(steps), "median_step_s": median(times[1:] or times), "median_plain_step_s": median(plain),
             "median_reselect_step_s": median(reselect), "step_times_s": [round(t, 4) for t in times],
             "teacher_s": result.get("pretrain_s"), "n_core": result.get("n_core"), "energy": result.get("energy"),
             "peak_rss_mb": result.get("peak_rss_mb"), "finished": returncode == 0}  # fmt: skip
@@ -67,12 +67,8 @@ def summarise(out: Path, stdout: str, returncode: int | None) -> dict:
 def measure(system: list[str], devices: list[str], steps: int, pretrain: int | None, side_by_side: bool,
             limit: float, workdir: Path) -> dict:
     cores = sorted(os.sched_getaffinity(0))
-    plan = {}
-    for device in devices:
-        mine = None
-        if side_by_side and len(devices) > 1:
-            mine = set(cores[:GPU_CORES]) if device == "cuda" else set(cores[GPU_CORES:])
-        plan[device] = mine
+    split = side_by_side and len(devices) > 1
+    plan = {d: (set(cores[:GPU_CORES]) if d == "cuda" else set(cores[GPU_CORES:])) if split else None for d in devices}
     runs: dict[str, dict] = {}
 
     def start(device: str) -> None:

@@ -19,7 +19,6 @@ Prints one JSON object per optimizer.
 """
 from __future__ import annotations
 
-import csv
 import os
 import socket
 import statistics
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 
 
-from benchmarks.common import benchmark_parser, emit, software
+from benchmarks.common import benchmark_parser, emit, history_rows, software, step_seconds
 
 FULL = dict(molecule="N2", basis=None, pretrain_steps=None, steps=12, warmup=2, samples=10**5, d_model=32,
             n_layers=2, lr=0.01, optimizers=("adamw", "sr"))
@@ -82,9 +81,8 @@ def run_once(n_proc: int, size: dict, optimizer: str, workdir: Path) -> dict:
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{n_proc}-process run failed:\n{proc.stderr[-2000:]}")
-    with open(out / "history.csv") as fh:
-        rows = list(csv.DictReader(fh))
-    times = [float(r["t_sample"]) + float(r["t_local"]) + float(r["t_grad"]) for r in rows]
+    rows = history_rows(out / "history.csv")
+    times = [step_seconds(r) for r in rows]
     return {"times": times, "energies": [float(r["energy"]) for r in rows],
             "unique": [int(r["n_unique"]) for r in rows], "wall": wall}  # fmt: skip
 

@@ -5,7 +5,7 @@
 
 A system is ``NAME/BASIS`` (a catalog molecule) or ``NAME/BASIS@R`` (the catalog diatomic at
 bond length R Angstrom); N2 beyond STO-3G has its 1s orbitals frozen (16 orbitals, 10
-electrons in 6-31G). The reference is the one given by ``--references`` (e.g. a DMRG energy
+electrons in 6-31G; ``benchmarks.common.system_spec``). The reference is the one given by ``--references`` (e.g. a DMRG energy
 from ``benchmarks/RESULTS.md``), else FCI where ``nnqs exact`` can do it, else DMRG (block2;
 computed if ``nnqs exact --method dmrg`` has not cached it: many minutes at 32 qubits), else none.
 Each size grows the teacher from Hartree-Fock exactly as a run does (``selected_ci``), with the
@@ -17,22 +17,9 @@ from __future__ import annotations
 import sys
 import time
 
-from benchmarks.common import at_bond, benchmark_parser, emit, software
+from benchmarks.common import benchmark_parser, emit, software, system_spec
 
 DEFAULT_SYSTEMS = ["H2O/6-31g", "N2/6-31g@1.1", "N2/6-31g@2.2"]
-FROZEN = {("N2", "6-31g"): (16, 10)}  # active spaces of the systems past FCI
-
-
-def system_spec(name: str):
-    """``NAME/BASIS[@R]`` -> MoleculeSpec."""
-    from hamiltonians import get_spec
-
-    molecule, _, rest = name.partition("/")
-    basis, _, bond = (rest or "sto-3g").partition("@")
-    spec = get_spec(molecule, basis=basis, active=FROZEN.get((molecule, basis.lower())))
-    return at_bond(spec, float(bond), name) if bond else spec
-
-
 def reference(spec) -> tuple[float | None, str | None]:
     """(energy, method) of the best reference this machine gives for ``spec``, or (None, None)."""
     from hamiltonians import InputError, exact_references

@@ -6,7 +6,7 @@
     python -m benchmarks.vmc_step --scaling-only --systems N2 H2O/6-31g H2O/cc-pvdz --threads 1
     python -m benchmarks.vmc_step --tree --systems N2 H2O/6-31g H2O/cc-pvdz --threads 1
     python -m benchmarks.vmc_step --tree --systems H2O/cc-pvdz --tree-teacher 256 --tree-limit 0 --repeats 1
-    python -m benchmarks.vmc_step --reselect --systems H2O/6-31g N2/cc-pvdz-fc --threads 1 --repeats 1
+    python -m benchmarks.vmc_step --reselect --systems H2O/6-31g N2/cc-pvdz --threads 1 --repeats 1
 
 Two records per system (``--ablation``: only the third):
 
@@ -39,8 +39,8 @@ import time
 
 import torch
 
-from benchmarks.common import benchmark_parser, emit, timed
-from hamiltonians import build_hamiltonian, get_spec
+from benchmarks.common import benchmark_parser, emit, system_spec, timed
+from hamiltonians import build_hamiltonian
 from nnqs.vmc.driver import new_state
 import nnqs.vmc.local_energy as le
 from nnqs.vmc.compact_hamiltonian import ELEMENT_CUTOFF, CompactHamiltonian
@@ -54,11 +54,8 @@ HF_PROB = 0.7  # P(HF) at init of the recorded results (runs start at VMCConfig.
 
 
 def load(system: str):
-    """A catalog molecule ``NAME[/BASIS]``; ``N2/cc-pvdz-fc``: N2/cc-pVDZ with the 1s orbitals frozen (52 qubits)."""
-    name, _, basis = system.partition("/")
-    if basis == "cc-pvdz-fc":
-        return build_hamiltonian(get_spec(name, basis="cc-pvdz", active=(26, 10)))
-    return build_hamiltonian(get_spec(name, basis=basis or "sto-3g"))
+    """The Hamiltonian of ``NAME[/BASIS]`` (:func:`benchmarks.common.system_spec`: N2/cc-pvdz has its 1s frozen)."""
+    return build_hamiltonian(system_spec(system))
 
 
 def random_sector_configs(n: int, n_alpha: int, n_beta: int, count: int, seed: int) -> torch.Tensor:

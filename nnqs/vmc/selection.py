@@ -30,7 +30,6 @@ from nnqs.common.distributed import SingleProcess
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.keys import lookup, pack, unique_keys, unpack
 from nnqs.vmc.local_energy import LogPsiFn, evaluate_chunked, local_energy
-from nnqs.vmc.prefix_tree import TreeLogPsi
 
 
 def unique_union(*sets: torch.Tensor) -> torch.Tensor:
@@ -90,7 +89,7 @@ def select_core(
     outside, coupling = external_space(ham, configs, amplitudes)
     tokens = unpack(outside, configs.shape[1]).to(configs.device)
     ceiling = float(log_psi.real.max())
-    if isinstance(log_psi_fn, TreeLogPsi):  # only amplitudes that can pass need to be exact
+    if hasattr(log_psi_fn, "above"):  # a ranker that can skip what cannot pass (TreeLogPsi.above)
         log_psi_fn = log_psi_fn.above(ceiling + float(np.log(threshold)) - FLOOR_MARGIN)
     score_out = comm.unshare(evaluate_chunked(log_psi_fn, comm.share(tokens), max_batch).real) - ceiling
     if energy is not None and len(tokens):

@@ -1,5 +1,6 @@
 """The teacher benchmark runs at toy size so it cannot rot."""
-from benchmarks.teacher import main, system_spec
+from benchmarks.common import system_spec
+from benchmarks.teacher import main
 
 
 def test_quick_teacher_benchmark_is_variational_and_falls_with_size(capsys):
@@ -13,6 +14,7 @@ def test_system_names_give_basis_bond_and_frozen_core():
     spec = system_spec("N2/6-31g@2.2")
     assert (spec.basis, spec.active) == ("6-31g", (16, 10)) and spec.atom.endswith("0 0 2.2")
     assert system_spec("H2O/6-31g").active is None and system_spec("LiH").basis == "sto-3g"
+    assert system_spec("N2/cc-pvdz").active == (26, 10)  # 52 qubits
 
 
 def test_a_given_reference_is_used_and_a_malformed_one_refused(capsys):
