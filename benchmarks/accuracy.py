@@ -87,6 +87,7 @@ def parse_settings(items: list[str]) -> dict:
         if not sep or not hasattr(defaults, field):
             raise SystemExit(f"--set {item!r}: expected FIELD=VALUE with a VMCConfig field")
         kind = type(getattr(defaults, field))
+        kind = float if kind is type(None) else kind  # lr_final: a number where it is given
         if kind is bool:
             settings[field] = value.lower() in ("1", "true", "yes")
         elif kind is int:

@@ -43,7 +43,7 @@ def summarise(history: Path, reference: float, at: list[int]) -> dict:
     times = [step_seconds(r) for r in rows[1:]]  # step 0 warms up
     last = max(error) if error else None
     return {
-        "steps_done": len(rows), "error_mha_at": {s: round(error[s], 4) for s in at if s in error},
+        "steps_done": len(rows), "error_mha_at": {str(s): round(error[s], 4) for s in at if s in error},
         "last_step": last, "error_mha_last": None if last is None else round(error[last], 4),
         "error_mha_min_last10": round(min(error[s] for s in sorted(error)[-10:]), 4) if error else None,
         "median_step_s": round(statistics.median(times), 4) if times else None,
