@@ -73,7 +73,9 @@ def resume_checkpoint(folder: RunFolder, kind: str, cfg: Any, mutable: Collectio
                       expect: dict[str, Any] | None = None, changes: Collection[str] = (),
                       map_location: str | torch.device = "cpu", quiet: bool = False) -> dict | None:
     """The checkpoint to continue from, checked against ``cfg`` and the entries of ``expect``
-    (e.g. the VMC system, the LM vocabulary); None if there is none yet. Unless ``quiet``,
+    (e.g. the VMC system, the LM vocabulary; a dict's ``"description"`` is its name, not part of
+    its identity: an FCIDUMP named by another path, with the same integrals, is the same system);
+    None if there is none yet. Unless ``quiet``,
     one note says where the run continues and what changed (``changes``)."""
     path = folder.checkpoint
     changed = f" (changed: {', '.join(changes)})" if changes else ""
@@ -96,10 +98,15 @@ def resume_checkpoint(folder: RunFolder, kind: str, cfg: Any, mutable: Collectio
         raise UserError(f"checkpoint {path} belongs to another run: it has {key} = {stored[key]!r}, "
                         f"config.toml {key} = {now[key]!r}")
     for key, value in (expect or {}).items():
-        if data.get(key) != value:
+        if _identity(data.get(key)) != _identity(value):
             found = data.get(key)
             found = found.get("description", found) if isinstance(found, dict) else found
             raise UserError(f"checkpoint {path} is for another {key} ({str(found)[:80]})")
     if not quiet:
         note(f"resuming the run in {folder.path} at step {step} of {steps}{changed}")
     return data
+
+
+def _identity(value: Any) -> Any:
+    """What ``expect`` compares: a dict without its ``"description"`` (a name, e.g. a path)."""
+    return {k: v for k, v in value.items() if k != "description"} if isinstance(value, dict) else value

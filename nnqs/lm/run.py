@@ -32,7 +32,7 @@ from nnqs.lm.train import EvalRecord, LMStepResult, TrainConfig, TrainRun, start
 HISTORY_FIELDS = tuple(f.name for f in dataclasses.fields(EvalRecord))
 WALL_TIME_FIELDS = ("elapsed_s",)
 # Options a resumed run may change (applied and recorded in config.toml); all others are fixed.
-MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds", "target_exact")
+MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds", "target_exact", "device")
 
 
 def train_in_folder(cfg: TrainConfig, folder: RunFolder, *, resume: bool = False, progress: bool = True,
@@ -46,7 +46,8 @@ def train_in_folder(cfg: TrainConfig, folder: RunFolder, *, resume: bool = False
     run = start_run(cfg)
     ckpt = None
     if resume:
-        ckpt = resume_checkpoint(folder, KIND, cfg, MUTABLE, expect={"vocabulary": list(VOCAB)}, changes=changes or ())
+        ckpt = resume_checkpoint(folder, KIND, cfg, MUTABLE, expect={"vocabulary": list(VOCAB)}, changes=changes or (),
+                                 map_location=run.train_batch.questions.device)
     if ckpt is not None:
         restore_lm(ckpt, run, folder.checkpoint)
     if resume:  # after the checks: a refused resume leaves config.toml as it was

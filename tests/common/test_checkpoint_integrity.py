@@ -90,3 +90,24 @@ def test_resume_refuses_a_tampered_checkpoint(h2_run, tmp_path, capsys):
     capsys.readouterr()
     err = one_line_exit_2(["vmc", "H2", "--steps", "3", *TINY, "--out", str(out), "--resume"], capsys)
     assert "corrupt or was modified" in err
+
+
+def test_an_fcidump_run_resumes_from_its_file_under_another_path_but_not_from_other_integrals(tmp_path, capsys):
+    """A run moved between machines finds its FCIDUMP elsewhere: the integrals, not the path, name the system."""
+    import dataclasses
+    import shutil
+
+    from hamiltonians import build_hamiltonian, get_spec, write_fcidump
+
+    first, moved, other = tmp_path / "a" / "h2.fcidump", tmp_path / "b" / "h2.fcidump", tmp_path / "h2_far.fcidump"
+    first.parent.mkdir()
+    moved.parent.mkdir()
+    write_fcidump(first, build_hamiltonian(get_spec("H2")))
+    shutil.copy(first, moved)
+    write_fcidump(other, build_hamiltonian(dataclasses.replace(get_spec("H2"), atom="H 0 0 0; H 0 0 0.9")))
+    out = tmp_path / "run"
+    assert main(["vmc", "--fcidump", str(first), "--steps", "2", *TINY, "--out", str(out)]) == 0
+    assert main(["vmc", "--fcidump", str(moved), "--steps", "3", *TINY, "--out", str(out), "--resume"]) == 0
+    assert "resuming the run" in capsys.readouterr().err
+    err = one_line_exit_2(["vmc", "--fcidump", str(other), "--steps", "4", *TINY, "--out", str(out), "--resume"], capsys)
+    assert "another system" in err

@@ -139,3 +139,25 @@ def test_resume_is_honest_about_what_changes(tmp_path, capsys):
     assert [int(r["step"]) for r in history(out)] == [10, 20]
     assert main(["lm", "train", "--out", str(out), "--resume", "--no-progress"]) == 0  # the run's own settings
     assert load_checkpoint(out, "lm")["step"] == 20
+
+
+def test_a_run_moved_from_a_gpu_resumes_on_the_cpu_as_if_unmoved(tmp_path, capsys):
+    """``device`` may change on --resume (a run started on a GPU machine, continued on a CPU one;
+    here a CPU checkpoint relabelled 'cuda'): the batches and masks come from a CPU generator on
+    every device, so the moved run's history and weights equal the uninterrupted run's."""
+    from nnqs.common.checkpoint import save_checkpoint
+
+    full, moved = tmp_path / "full", tmp_path / "moved"
+    assert main(["lm", "train", *TINY, "--out", str(full)]) == 0
+    assert main(["lm", "train", *TINY, "--steps", "10", "--out", str(moved)]) == 0
+    data = load_checkpoint(moved / "checkpoint.pt", "lm")
+    data["config"]["device"] = "cuda"
+    save_checkpoint(moved / "checkpoint.pt", "lm", data)
+    config = moved / "config.toml"
+    config.write_text(config.read_text().replace('device = "cpu"', 'device = "cuda"'))
+    capsys.readouterr()
+    assert main(["lm", "train", *TINY, "--device", "cpu", "--out", str(moved), "--resume"]) == 0
+    assert "device cuda -> cpu" in capsys.readouterr().err
+    assert 'device = "cpu"' in config.read_text()
+    assert_same_run(moved, full)
+
