@@ -15,11 +15,9 @@ them. Times are medians by torch.utils.benchmark's ``blocked_autorange``
 
 ``--run DIR``: the model and core of a saved core-mode run (its ``checkpoint.pt``; the molecule
 named again by ``--molecule``/``--basis``), the step's system as the run builds it (weights
-|psi|^2 on the core, its Rayleigh-quotient local energies, the split Jacobian), and the two
-precisions of the solve timed in one process: ``"mixed"`` (the default: float32 Gram matrices
-preconditioning float64 conjugate gradients) against ``"float64"`` (Gram matrices and a direct
-solve in float64); the median of ``--repeats`` calls each, the relative difference of the two
-directions and the Jacobian's time.
+|psi|^2 on the core, its Rayleigh-quotient local energies, the split Jacobian): the time of the
+Jacobian and the median of ``--repeats`` solves (float64 Gram matrices, direct solve), at
+``--shift`` (default: the run default).
 """
 from __future__ import annotations
 
@@ -30,7 +28,7 @@ import torch
 from benchmarks.common import benchmark_parser, emit, software, timed
 from hamiltonians import build_hamiltonian, get_spec
 from nnqs.vmc.run import make_wavefunction
-from nnqs.vmc.sr import per_sample_jacobian, sr_direction
+from nnqs.vmc.sr import SR_SHIFT, per_sample_jacobian, sr_direction
 from nnqs.vmc.step import VMCConfig
 
 FULL = dict(molecule="N2", sizes=(256, 512, 1024), min_run_time=2.0)
@@ -63,7 +61,7 @@ def run_one(molecule: str, u: int, min_run_time: float, threads: int) -> dict:
     }  # fmt: skip
 
 
-def run_precision(run_dir: str, molecule: str, basis: str, repeats: int, threads: int) -> dict:
+def run_saved(run_dir: str, molecule: str, basis: str, repeats: int, threads: int, shift: float) -> dict:
     import statistics
     import time
 
@@ -88,39 +86,33 @@ def run_precision(run_dir: str, molecule: str, basis: str, repeats: int, threads
     start = time.perf_counter()
     jacobian = split_jacobian(wf, configs)
     t_jacobian = time.perf_counter() - start
-    seconds, directions = {}, {}
-    for precision in ("mixed", "float64"):
-        times = []
-        for _ in range(repeats):  # sr_direction centres its Jacobian in place: a fresh copy per call
-            copy = SplitJacobian(jacobian.real.clone(), jacobian.real_columns, jacobian.imag.clone(),
-                                 jacobian.imag_columns)  # fmt: skip
-            start = time.perf_counter()
-            directions[precision] = sr_direction(copy, est.local_energies, est.weights, est.energy, precision=precision)
-            times.append(time.perf_counter() - start)
-            del copy
-        seconds[precision] = statistics.median(times)
-    difference = float((directions["mixed"] - directions["float64"]).norm() / directions["float64"].norm())
+    times = []
+    for _ in range(repeats):  # sr_direction centres its Jacobian in place: a fresh copy per call
+        copy = SplitJacobian(jacobian.real.clone(), jacobian.real_columns, jacobian.imag.clone(), jacobian.imag_columns)
+        start = time.perf_counter()
+        sr_direction(copy, est.local_energies, est.weights, est.energy, shift)
+        times.append(time.perf_counter() - start)
+        del copy
     return {
-        "benchmark": "sr_solve_precision", "run": run_dir, "molecule": molecule, "basis": basis,
+        "benchmark": "sr_solve_run", "run": run_dir, "molecule": molecule, "basis": basis, "shift": shift,
         "unique": len(configs), "parameters": sum(p.numel() for p in wf.parameters()),
-        "seconds_mixed": round(seconds["mixed"], 3), "seconds_float64": round(seconds["float64"], 3),
-        "speedup": round(seconds["float64"] / seconds["mixed"], 3), "relative_difference": difference,
-        "seconds_jacobian": round(t_jacobian, 3), "repeats": repeats, "timer": "median of time.perf_counter calls",
-        "threads": threads, **software(),
+        "seconds_solve": round(statistics.median(times), 3), "seconds_jacobian": round(t_jacobian, 3),
+        "repeats": repeats, "timer": "median of time.perf_counter calls", "threads": threads, **software(),
     }  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = benchmark_parser("sr_solve", __doc__, "LiH, tiny U, one timed call each (seconds)")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
-    parser.add_argument("--run", default=None, help="a saved core-mode run folder: mixed vs float64 solve on its core")
+    parser.add_argument("--run", default=None, help="a saved core-mode run folder: the Jacobian and solve on its core")
+    parser.add_argument("--shift", type=float, default=SR_SHIFT, help="with --run: the SR shift")
     parser.add_argument("--molecule", default="N2", help="with --run: the run's molecule")
     parser.add_argument("--basis", default="sto-3g", help="with --run: the run's basis")
-    parser.add_argument("--repeats", type=int, default=3, help="with --run: calls timed per precision")
+    parser.add_argument("--repeats", type=int, default=3, help="with --run: solves timed")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.run is not None:
-        emit(run_precision(args.run, args.molecule, args.basis, args.repeats, args.threads), args.out)
+        emit(run_saved(args.run, args.molecule, args.basis, args.repeats, args.threads, args.shift), args.out)
         return 0
     size = QUICK if args.quick else FULL
     for u in size["sizes"]:

@@ -71,7 +71,7 @@ def pyscf_references(name: str) -> dict[str, float]:
 
 def ill_conditioned_system(u: int, p: int, seed: int):
     """A split Jacobian whose singular values fall over eight decades (as an NQS metric's do), with
-    local energies and weights: the mixed-precision solve has to iterate to reach float64."""
+    local energies and weights: as ill-conditioned as an NQS metric, so a solve short of float64 shows."""
     from nnqs.vmc.sr import SplitJacobian
 
     g = torch.Generator().manual_seed(seed)

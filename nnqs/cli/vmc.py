@@ -22,7 +22,7 @@ FLAGS = {
     "seed": (int, "seed of the model init and the sampler (default 0)"),
     "optimizer": (str, "sr (natural gradient, default) or adamw"),
     "lr": (float, "peak learning rate (default 0.05)"),
-    "sr_shift": (float, "SR diagonal shift relative to the mean diagonal (default 1e-4)"),
+    "sr_shift": (float, "SR diagonal shift relative to the mean diagonal (default 1e-5)"),
     "sr_momentum": (float, "SPRING momentum of the SR direction, in [0, 1) (default 0.99; 0: plain minSR)"),
     "grad_clip": (float, "largest norm of the applied direction (default 1.0)"),
     "sr_momentum_schedule": (str, "ramp (default: the momentum rises from 0 as the learning rate decays) or constant"),

@@ -25,7 +25,12 @@ from torch.func import functional_call, grad, vmap
 
 from nnqs.common.distributed import column_ranges
 
-SR_SHIFT = 1e-4  # default diagonal shift of X X^T, relative to its mean diagonal (VMCConfig.sr_shift too)
+# Default diagonal shift of X X^T, relative to its mean diagonal (VMCConfig.sr_shift too). A row of weight
+# w has |X_i|^2 ~ w, so the shift damps the natural-gradient step of every configuration whose weight is
+# below about shift x mean: at 1e-4 a configuration the teacher fit left near zero stayed there (N2: six
+# of exact weight 9e-6 each held at 1e-13, +0.374 mHa); at 1e-5 they are revived (+0.050 mHa;
+# benchmarks/RESULTS.md, "The SR shift starved configurations").
+SR_SHIFT = 1e-5
 # SPRING (Goldshlager, Abrahamsen, Lin, arXiv 2401.10190): each direction regularised towards this times the
 # previous one (VMCConfig.sr_momentum), ramped up as the learning rate falls (VMCConfig.sr_momentum_schedule).
 # Ramped, with the defaults otherwise unchanged: N2/STO-3G +0.160 -> +0.135 mHa, N2 at 2.2 A +0.193 -> +0.164,
@@ -107,8 +112,8 @@ def _part_jacobian(wf: nn.Module, configs: torch.Tensor, part: str, names: list[
 
 def sr_direction(
     jacobian: torch.Tensor | SplitJacobian, local_energies: torch.Tensor, weights: torch.Tensor, energy: float,
-    shift: float = SR_SHIFT, comm=None, split: bool = True, precision: str = "mixed",
-    previous: torch.Tensor | None = None, momentum: float = 0.0,
+    shift: float = SR_SHIFT, comm=None, split: bool = True, previous: torch.Tensor | None = None,
+    momentum: float = 0.0,
 ) -> torch.Tensor:
     """Natural-gradient direction ``(P,)`` float64 (see module docstring).
 
@@ -123,9 +128,8 @@ def sr_direction(
     phase head), Re O and Im O have disjoint columns, X X^T is block diagonal, and the
     two U x U blocks are formed and solved apart: the same direction for a quarter of the
     matrix product (``split=False`` forces the single 2U x 2U solve, for comparison).
-    ``precision``: ``"mixed"`` (float32 Gram matrices as the preconditioner of a float64 solve,
-    see :func:`_solve_blocks`) or ``"float64"``. ``previous`` ``(P,)`` with ``momentum`` mu: the
-    SPRING direction (module docstring), the same on every rank.
+    ``previous`` ``(P,)`` with ``momentum`` mu: the SPRING direction (module docstring), the
+    same on every rank.
     """
     reduce = (lambda t: t) if comm is None else comm.all_reduce_sum
     sw = weights.sqrt().unsqueeze(1)
@@ -148,30 +152,22 @@ def sr_direction(
         else:  # only the columns each part moves
             blocks = [(centred(jacobian.real[:, used[0]]), eps.real, used[0]),
                       (centred(jacobian.imag[:, used[1]]), eps.imag, used[1])]  # fmt: skip
-    return _solve_blocks(blocks, shift, comm, n_params, weights.device, precision,
-                         previous if momentum else None, momentum)
+    return _solve_blocks(blocks, shift, comm, n_params, weights.device, previous if momentum else None, momentum)
 
 
 def _solve_blocks(
-    blocks: list, shift: float, comm, n_params: int, device, precision: str = "mixed",
-    previous: torch.Tensor | None = None, momentum: float = 0.0,
+    blocks: list, shift: float, comm, n_params: int, device, previous: torch.Tensor | None = None,
+    momentum: float = 0.0,
 ) -> torch.Tensor:
     """``X^T (X X^T + lam)^-1 e`` for each block ``(X, e, columns)``, written into the ``columns``
     of one ``(n_params,)`` direction; lam relative to the mean diagonal of all blocks' X X^T.
-
-    ``precision="mixed"`` (CPU float64 blocks of at least ``MIXED_MIN_ROWS`` rows): X X^T is formed
-    in float32 (BLAS ``ssyrk``, half the time of ``dsyrk``) and only factored, as the
-    preconditioner of conjugate gradients on the float64 system, whose products X (X^T p) cost two
-    passes over X each; the solve stops at a residual of ``PCG_TOLERANCE`` relative to e, so the
-    direction is the float64 one to about that (see :func:`_pcg`). ``"float64"``: the float64
-    Gram matrix and a direct solve.
+    The Gram matrices are float64 (BLAS ``dsyrk`` on the CPU) and solved directly.
 
     Over several ranks (each holding its rows of X and e): rank r receives every rank's rows of
     its share of X's columns (``exchange_columns``), forms their Gram matrix, and the sum over
-    ranks is all-reduced; a float64 block is solved on rank ``b % world_size`` and its solution
-    summed to all (the others add zeros, so every rank holds the same bits), a mixed one by every
-    rank alike (its products all-reduced); each rank multiplies its columns, and the pieces are
-    gathered in rank order, which is column order."""
+    ranks is all-reduced; block b is solved on rank ``b % world_size`` and its solution summed to
+    all (the others add zeros, so every rank holds the same bits); each rank multiplies its
+    columns, and the pieces are gathered in rank order, which is column order."""
     alone = comm is None or comm.world_size == 1
     reduce = (lambda t: t) if alone else comm.all_reduce_sum
     if not alone:
@@ -185,23 +181,17 @@ def _solve_blocks(
                 mine = mine[start:stop]
             shifted.append((x, e - momentum * reduce(x @ mine), columns))
         blocks = shifted
-    mixed = [precision == "mixed" and _mixed_ok(x) for x, _, _ in blocks]
-    # the exact diagonal of every block's X X^T (float64 even where the Gram matrix is float32)
     diagonal = torch.cat([reduce(torch.linalg.vector_norm(x, dim=1).square()) for x, _, _ in blocks])
     lam = shift * diagonal.mean().clamp(min=1e-12) + 1e-12
     direction = torch.zeros(n_params, dtype=torch.float64, device=device)
-    for b, ((x, e, columns), use_mixed) in enumerate(zip(blocks, mixed)):
-        solution = None
-        if use_mixed:
-            solution = _pcg(x, e, lam, reduce(self_gram(x, torch.float32)), reduce)
-        if solution is None:  # float64, or conjugate gradients did not converge
-            t = reduce(self_gram(x))
-            t.diagonal().add_(lam)
-            if alone or use_mixed:
-                solution = torch.linalg.solve(t, e)
-            else:
-                mine = b % comm.world_size == comm.rank
-                solution = comm.all_reduce_sum(torch.linalg.solve(t, e) if mine else torch.zeros_like(e))
+    for b, (x, e, columns) in enumerate(blocks):  # one Gram matrix held at a time
+        t = reduce(self_gram(x))
+        t.diagonal().add_(lam)
+        if alone:
+            solution = torch.linalg.solve(t, e)
+        else:
+            mine = b % comm.world_size == comm.rank
+            solution = comm.all_reduce_sum(torch.linalg.solve(t, e) if mine else torch.zeros_like(e))
         part = x.T @ solution if alone else comm.all_gather_rows(x.T @ solution)
         if columns is None:
             direction = part
@@ -212,70 +202,13 @@ def _solve_blocks(
     return direction
 
 
-MIXED_MIN_ROWS = 512  # fewer rows: the float64 Gram matrix is cheap, the direct solve is kept
-PCG_TOLERANCE = 1e-10  # conjugate gradients stop at |residual| <= this x |e|
-PCG_MAX_ITERATIONS = 50  # then the float64 Gram matrix and a direct solve
-# the preconditioner's shift, in units of lam, tried in turn until its Cholesky factor exists (seen:
-# H2O/6-31G after a 100-step fit, the modulus block indefinite at 1x lam in float32)
-PRECONDITIONER_SHIFTS = (1.0, 3.0, 10.0, 30.0, 100.0, 1000.0)
-
-
-def _mixed_ok(x: torch.Tensor) -> bool:
-    return x.device.type == "cpu" and x.dtype == torch.float64 and not x.requires_grad and x.shape[0] >= MIXED_MIN_ROWS
-
-
-def _pcg(x: torch.Tensor, e: torch.Tensor, lam, gram32: torch.Tensor, reduce) -> torch.Tensor | None:
-    """Solve ``(X X^T + lam) y = e`` in float64 by conjugate gradients, preconditioned by the
-    Cholesky factor of ``gram32 + k lam``, k the first of ``PRECONDITIONER_SHIFTS`` that factors
-    (X X^T to float32 rounding; measured on H2O/6-31G's core of 4,096: 4-6 iterations to 1e-11
-    at 1x, 27 where 3x was needed). ``gram32`` is overwritten. ``reduce`` sums the product
-    ``X (X^T p)`` over the ranks that hold X's columns. None if it does not converge in
-    ``PCG_MAX_ITERATIONS`` (or the preconditioner cannot be factored)."""
-    factor, applied = None, 0.0
-    for boost in PRECONDITIONER_SHIFTS:  # float32 rounding can leave the matrix indefinite at lam alone
-        gram32.diagonal().add_(lam * (boost - applied))
-        applied = boost
-        factor, info = torch.linalg.cholesky_ex(gram32)
-        if int(info) == 0:
-            break
-        factor = None
-    if factor is None:
-        return None
-    norm_e = float(e.norm())
-    y = torch.zeros_like(e)
-    if norm_e == 0.0:
-        return y
-
-    def precondition(r: torch.Tensor) -> torch.Tensor:
-        return torch.cholesky_solve(r.unsqueeze(1), factor).squeeze(1)
-
-    residual = e.clone()
-    z = precondition(residual)
-    p, rz = z.clone(), residual @ z
-    for _ in range(PCG_MAX_ITERATIONS):
-        ap = reduce(x @ (x.T @ p)) + lam * p
-        alpha = rz / (p @ ap)
-        y.add_(alpha * p)
-        residual.sub_(alpha * ap)
-        if float(residual.norm()) <= PCG_TOLERANCE * norm_e:
-            return y
-        z = precondition(residual)
-        rz, previous = residual @ z, rz
-        p = z + (rz / previous) * p
-    return None
-
-
-def self_gram(x: torch.Tensor, precision: torch.dtype = torch.float64) -> torch.Tensor:
+def self_gram(x: torch.Tensor) -> torch.Tensor:
     """``X X^T`` ``(U, U)`` float64 of a float64 ``x`` ``(U, P)``: on the CPU by BLAS ``dsyrk`` (one
-    triangle, half the flops of a matrix product; measured 1.2 s against 2.5 s at 1,510 x 26,000), or
-    with ``precision=torch.float32`` formed by ``ssyrk`` from a float32 copy (half the time again,
-    float32 rounding) and returned as float64; elsewhere ``x @ x.T``."""
+    triangle, half the flops of a matrix product; measured 1.2 s against 2.5 s at 1,510 x 26,000);
+    elsewhere ``x @ x.T``."""
     if x.device.type != "cpu" or x.dtype != torch.float64 or x.requires_grad or x.shape[1] == 0:
         return x @ x.T  # (also no columns: a rank's empty share of them)
-    from scipy.linalg.blas import dsyrk, ssyrk
+    from scipy.linalg.blas import dsyrk
 
-    if precision == torch.float32:
-        upper = torch.from_numpy(ssyrk(1.0, x.to(torch.float32).numpy().T, trans=1)).triu().double()
-    else:
-        upper = torch.from_numpy(dsyrk(1.0, x.numpy().T, trans=1)).triu()  # x.T is Fortran-ordered: no copy
+    upper = torch.from_numpy(dsyrk(1.0, x.numpy().T, trans=1)).triu()  # x.T is Fortran-ordered: no copy
     return upper + upper.triu(1).T

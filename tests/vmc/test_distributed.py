@@ -114,13 +114,13 @@ def fit_numbers(comm) -> dict:
     return {"losses": losses, "params": torch.cat([p.detach().reshape(-1) for p in wf.parameters()])}
 
 
-def mixed_numbers(comm) -> dict:
-    """The mixed-precision SR solve (float32 Gram matrices preconditioning float64 conjugate
-    gradients, products all-reduced) of this rank's share of a system above ``MIXED_MIN_ROWS``."""
+def sr_numbers(comm) -> dict:
+    """The SR solve of this rank's share of an ill-conditioned system (Gram matrices of column
+    shares all-reduced, each block solved on one rank), plain and with SPRING momentum."""
     import nnqs.vmc.sr as sr
     from tests_support import ill_conditioned_system
 
-    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=6)
+    jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=6)
     def share():
         return sr.SplitJacobian(comm.share(jac.real).clone(), jac.real_columns, comm.share(jac.imag).clone(),
                                 jac.imag_columns)
@@ -131,7 +131,7 @@ def mixed_numbers(comm) -> dict:
                                    previous=previous, momentum=0.99)}
 
 
-NUMBERS = {"mixed": mixed_numbers, "step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers, "fit": fit_numbers}
+NUMBERS = {"sr": sr_numbers, "step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers, "fit": fit_numbers}
 
 
 def worker(rank: int, world: int, port: int, out_dir: str, which: str = "step") -> None:
@@ -184,20 +184,19 @@ def test_two_gloo_processes_equal_one_process(tmp_path):
     assert_same(single, ranks[0])
 
 
-def test_mixed_precision_sr_on_two_ranks_equals_the_float64_solve(tmp_path):
+def test_sr_on_two_ranks_equals_one_process(tmp_path):
     from tests_support import copy_split, ill_conditioned_system
-    import nnqs.vmc.sr as sr
 
-    mp.spawn(worker, args=(2, free_port(), str(tmp_path), "mixed"), nprocs=2, join=True)
+    mp.spawn(worker, args=(2, free_port(), str(tmp_path), "sr"), nprocs=2, join=True)
     ranks = [torch.load(tmp_path / f"rank{r}.pt")["direction"] for r in range(2)]
-    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=6)
-    exact = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4, precision="float64")
-    assert torch.equal(ranks[0], ranks[1])  # every rank iterates on the same all-reduced numbers
+    jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=6)
+    exact = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4)
+    assert torch.equal(ranks[0], ranks[1])  # every rank holds the same summed solution
     assert float((ranks[0] - exact).abs().max()) <= 1e-8 * float(exact.abs().max())
     # SPRING's e - mu X d_prev: each rank multiplies its columns of X, the products are summed
     springs = [torch.load(tmp_path / f"rank{r}.pt")["spring"] for r in range(2)]
     previous = torch.randn(240 + 80, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-    one = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4, precision="float64", previous=previous, momentum=0.99)
+    one = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4, previous=previous, momentum=0.99)
     assert torch.equal(springs[0], springs[1])
     assert float((springs[0] - one).abs().max()) <= 1e-8 * float(one.abs().max())
 

@@ -90,82 +90,20 @@ def parameter_space_system(jac, e_loc, w, energy, shift):
     return (o.conj().T @ o).real, (o.conj().T @ (w.sqrt() * (e_loc - energy))).real, lam
 
 
-def test_mixed_precision_direction_equals_the_dense_parameter_space_solve(monkeypatch):
-    """Float32 Gram matrices precondition conjugate gradients on the float64 system: the direction
-    is the P x P solve's to float64 accuracy (not float32's), through the iterations, not the fallback."""
-    import nnqs.vmc.sr as sr
+def test_direction_equals_the_dense_parameter_space_solve():
+    """On a metric whose singular values fall over eight decades, at the default shift and a
+    tenth of it: the U x U solve gives the P x P solve's direction to float64 accuracy."""
+    from nnqs.vmc.sr import SR_SHIFT
 
-    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=4)
-    shift = 1e-4
-    s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
-    dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force)
-    iterations = []
-    original = sr._pcg
-
-    def counting(*args):
-        y = original(*args)
-        iterations.append(y is not None)
-        return y
-
-    monkeypatch.setattr(sr, "_pcg", counting)
-    mixed = sr_direction(copy_split(jac), e_loc, w, energy, shift)
-    assert iterations == [True, True]  # both blocks solved by conjugate gradients
-    exact = sr_direction(copy_split(jac), e_loc, w, energy, shift, precision="float64")
-    scale = float(dense.abs().max())
-    assert float((mixed - dense).abs().max()) <= 1e-8 * scale
-    assert float((mixed - exact).abs().max()) <= 1e-8 * scale
-    monkeypatch.setattr(sr, "PCG_MAX_ITERATIONS", 0)  # no convergence: the float64 solve instead
-    fallback = sr_direction(copy_split(jac), e_loc, w, energy, shift)
-    assert iterations[2:] == [False, False]
-    torch.testing.assert_close(fallback, exact, atol=1e-12 * scale, rtol=0)
+    jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=4)
+    for shift in (SR_SHIFT, SR_SHIFT / 10):
+        s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
+        dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force)
+        direction = sr_direction(copy_split(jac), e_loc, w, energy, shift)
+        assert float((direction - dense).abs().max()) <= 1e-8 * float(dense.abs().max())
 
 
-def test_float32_gram_alone_is_not_float64():
-    """Why the float32 Gram matrix only preconditions: solved directly it moves the direction far
-    beyond float64 rounding on an ill-conditioned metric."""
-    import nnqs.vmc.sr as sr
-
-    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=5)
-    x = copy_split(jac).real
-    x = x.sub_((w[:, None] * x).sum(0)).mul_(w.sqrt()[:, None])
-    e = (w.sqrt() * (e_loc - energy)).real
-    lam = 1e-4 * float(x.square().sum(1).mean())
-    exact = torch.linalg.solve(self_gram(x) + lam * torch.eye(len(x), dtype=torch.float64), e)
-    rounded = torch.linalg.solve(self_gram(x, torch.float32) + lam * torch.eye(len(x), dtype=torch.float64), e)
-    assert float((x.T @ (rounded - exact)).norm() / (x.T @ exact).norm()) > 1e-4  # measured 2e-2
-
-
-def test_an_indefinite_preconditioner_is_shifted_again_not_dropped(monkeypatch):
-    """When the float32 Gram matrix plus the first shift does not factor, the next shift is tried
-    and conjugate gradients still reach the float64 direction (no fallback)."""
-    import nnqs.vmc.sr as sr
-
-    jac, e_loc, w, energy = ill_conditioned_system(sr.MIXED_MIN_ROWS + 88, 240, seed=7)
-    exact = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4, precision="float64")
-    monkeypatch.setattr(sr, "PRECONDITIONER_SHIFTS", (-1e6, 3.0))  # the first leaves it indefinite
-    converged = []
-    original = sr._pcg
-    monkeypatch.setattr(sr, "_pcg", lambda *args: converged.append(original(*args)) or converged[-1])
-    mixed = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4)
-    assert len(converged) == 2 and all(y is not None for y in converged)
-    assert float((mixed - exact).abs().max()) <= 1e-8 * float(exact.abs().max())
-    monkeypatch.setattr(sr, "PRECONDITIONER_SHIFTS", (-1e6,))  # none factors: the float64 solve
-    converged.clear()
-    fallback = sr_direction(copy_split(jac), e_loc, w, energy, 1e-4)
-    assert converged == [None, None]
-    torch.testing.assert_close(fallback, exact, atol=1e-12 * float(exact.abs().max()), rtol=0)
-
-
-def test_float32_self_gram_is_the_product_to_float32_rounding():
-    x = torch.randn(40, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
-    g32 = self_gram(x, torch.float32)
-    assert g32.dtype == torch.float64 and torch.equal(g32, g32.T)
-    difference = float((g32 - x @ x.T).abs().max() / (x @ x.T).abs().max())
-    assert 1e-12 < difference < 1e-5  # float32's rounding, not float64's
-
-
-@pytest.mark.parametrize("precision", ["mixed", "float64"])
-def test_spring_direction_equals_the_dense_regularised_least_squares(precision):
+def test_spring_direction_equals_the_dense_regularised_least_squares():
     """SPRING: d = argmin |X d - e|^2 + lam |d - mu d_prev|^2, i.e. (X^T X + lam) d = X^T e + lam mu d_prev,
     solved in parameter space; momentum 0 is the plain direction."""
     jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=5)
@@ -173,9 +111,9 @@ def test_spring_direction_equals_the_dense_regularised_least_squares(precision):
     s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
     previous = torch.randn(len(s), generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force + lam * mu * previous)
-    spring = sr_direction(copy_split(jac), e_loc, w, energy, shift, precision=precision, previous=previous, momentum=mu)
+    spring = sr_direction(copy_split(jac), e_loc, w, energy, shift, previous=previous, momentum=mu)
     scale = float(dense.abs().max())
     assert float((spring - dense).abs().max()) <= 1e-8 * scale
-    plain = sr_direction(copy_split(jac), e_loc, w, energy, shift, precision=precision, previous=previous, momentum=0.0)
-    assert torch.equal(plain, sr_direction(copy_split(jac), e_loc, w, energy, shift, precision=precision))
+    plain = sr_direction(copy_split(jac), e_loc, w, energy, shift, previous=previous, momentum=0.0)
+    assert torch.equal(plain, sr_direction(copy_split(jac), e_loc, w, energy, shift))
     assert float((spring - plain).abs().max()) > 1e-3 * scale  # the momentum is there

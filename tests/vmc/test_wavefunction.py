@@ -206,7 +206,7 @@ def test_one_default_per_knob():
 
     cfg = VMCConfig()
     assert cfg.hf_prob == HF_TARGET_PROB == inspect.signature(hf_bias_for).parameters["target"].default == 0.95
-    assert cfg.sr_shift == SR_SHIFT == inspect.signature(sr_direction).parameters["shift"].default == 1e-4
+    assert cfg.sr_shift == SR_SHIFT == inspect.signature(sr_direction).parameters["shift"].default == 1e-5
 
 
 def test_unknown_keyword_arguments_are_refused_by_name():
