@@ -27,9 +27,9 @@ from nnqs.common.distributed import column_ranges
 
 # Default diagonal shift of X X^T, relative to its mean diagonal (VMCConfig.sr_shift too). A row of weight
 # w has |X_i|^2 ~ w, so the shift damps the natural-gradient step of every configuration whose weight is
-# below about shift x mean: at 1e-4 a configuration the teacher fit left near zero stayed there (N2: six
-# of exact weight 9e-6 each held at 1e-13, +0.374 mHa); at 1e-5 they are revived (+0.050 mHa;
-# benchmarks/RESULTS.md, "The SR shift starved configurations").
+# below about shift x mean: at 1e-4 a configuration the teacher fit left near zero stayed there (N2: eight
+# of exact weight 3e-6 to 9e-6 each held at 1e-15 to 4e-13, +0.374 mHa); at 1e-5 they are revived
+# (+0.050 mHa; benchmarks/RESULTS.md, "The SR shift starved configurations").
 SR_SHIFT = 1e-5
 # SPRING (Goldshlager, Abrahamsen, Lin, arXiv 2401.10190): each direction regularised towards this times the
 # previous one (VMCConfig.sr_momentum), ramped up as the learning rate falls (VMCConfig.sr_momentum_schedule).
