@@ -120,12 +120,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="nnqs-scan-"))
     workdir.mkdir(parents=True, exist_ok=True)
     done = scan(system, variants, args.device, args.steps, args.pretrain_steps, args.cores_per_run, args.limit, workdir)
-    reference = args.reference
+    reference = args.reference  # none given: errors against the lowest energy any variant reached
+    if reference is None:
+        reference = min((float(r["energy"]) for n, _ in variants for r in history_rows(workdir / n / "history.csv")),
+                        default=0.0)  # fmt: skip
     records = []
     for name, _ in variants:
-        if reference is None:  # no reference: errors against the lowest energy any variant reached
-            reference = min((float(r["energy"]) for n, _ in variants for r in history_rows(workdir / n / "history.csv")),
-                            default=0.0)  # fmt: skip
         line = {"benchmark": "scan", "job": label, "variant": name, "device": args.device, "steps": args.steps,
                 "pretrain_steps": args.pretrain_steps, "cores_per_run": args.cores_per_run, "reference": reference,
                 **done[name], **summarise(workdir / name / "history.csv", reference, args.at), **software()}  # fmt: skip

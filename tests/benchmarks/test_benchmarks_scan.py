@@ -9,15 +9,17 @@ from benchmarks.scan import main, parse_variant
 
 
 def test_quick_scan_runs_each_variant_with_its_settings(tmp_path, capsys):
-    records = main(["--quick", "--keep", str(tmp_path), "--at", "1", "--reference", "-1.1"])
+    records = main(["--quick", "--keep", str(tmp_path), "--at", "1"])
     assert [r["variant"] for r in records] == ["base", "lr"]
+    lowest = min(float(row["energy"]) for r in records for row in history_rows(tmp_path / r["variant"] / "history.csv"))
     for record in records:
+        assert record["reference"] == lowest  # no reference given: the lowest energy any variant reached
         assert record["finished"] and record["steps_done"] == 3
         config = tomllib.loads((tmp_path / record["variant"] / "config.toml").read_text())
         assert all(config[k] == v for k, v in record["settings"].items())
         rows = history_rows(tmp_path / record["variant"] / "history.csv")
-        assert record["error_mha_last"] == pytest.approx(1000 * (float(rows[-1]["energy"]) + 1.1), abs=1e-4)
-        assert record["error_mha_at"]["1"] == pytest.approx(1000 * (float(rows[1]["energy"]) + 1.1), abs=1e-4)
+        assert record["error_mha_last"] == pytest.approx(1000 * (float(rows[-1]["energy"]) - lowest), abs=1e-4)
+        assert record["error_mha_at"]["1"] == pytest.approx(1000 * (float(rows[1]["energy"]) - lowest), abs=1e-4)
     assert records[1]["settings"] == {"lr": 0.1, "d_model": 8, "n_layers": 1}
     assert len(capsys.readouterr().out.strip().splitlines()) == 2  # one JSON line per variant
     assert json.loads(json.dumps(records[0]))  # plain JSON
