@@ -107,6 +107,23 @@ def measure(system: list[str], devices: list[str], steps: int, pretrain: int | N
     return record
 
 
+def add_job_arguments(parser) -> None:
+    """``--fcidump FILE`` or ``--molecule NAME [--basis B]``: the ``nnqs vmc`` job a benchmark runs."""
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--fcidump", help="FCIDUMP file of the job")
+    what.add_argument("--molecule", help="catalog molecule of the job")
+    parser.add_argument("--basis", default=None, help="basis set with --molecule")
+
+
+def job(args) -> tuple[list[str], str]:
+    """The ``nnqs vmc`` system arguments of :func:`add_job_arguments`' options (H2O without either)
+    and the job's name."""
+    if args.fcidump:
+        return ["--fcidump", str(Path(args.fcidump).resolve())], Path(args.fcidump).stem
+    name = args.molecule or "H2O"
+    return [name] + (["--basis", args.basis] if args.basis else []), f"{name}/{args.basis or 'sto-3g'}"
+
+
 def gpu_name() -> str | None:
     import torch
 
@@ -115,10 +132,7 @@ def gpu_name() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = benchmark_parser("device", __doc__, "H2, 3 steps, on the CPU only where no GPU is seen (seconds)")
-    what = parser.add_mutually_exclusive_group()
-    what.add_argument("--fcidump", help="FCIDUMP file of the job")
-    what.add_argument("--molecule", help="catalog molecule of the job")
-    parser.add_argument("--basis", default=None, help="basis set with --molecule")
+    add_job_arguments(parser)
     parser.add_argument("--label", default=None, help="name of the job in the record")
     parser.add_argument("--steps", type=int, default=6, help="VMC steps per run (default 6: one re-selection)")
     parser.add_argument("--pretrain-steps", type=int, default=None, help="teacher-fit steps (default: the run's)")
@@ -129,12 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.molecule, args.fcidump, args.steps, args.pretrain_steps = "H2", None, 3, 10
-    if args.fcidump:
-        system, label = ["--fcidump", str(Path(args.fcidump).resolve())], args.label or Path(args.fcidump).stem
-    else:
-        name = args.molecule or "H2O"
-        system = [name] + (["--basis", args.basis] if args.basis else [])
-        label = args.label or f"{name}/{args.basis or 'sto-3g'}"
+    system, label = job(args)
+    label = args.label or label
     devices = args.devices or (["cuda", "cpu"] if gpu_name() else ["cpu"])
     with tempfile.TemporaryDirectory() as tmp:
         record = measure(system, devices, args.steps, args.pretrain_steps, args.side_by_side, args.limit, Path(tmp))

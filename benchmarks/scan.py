@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.accuracy import parse_settings
 from benchmarks.common import benchmark_parser, emit, history_rows, software, step_seconds
-from benchmarks.device import launch
+from benchmarks.device import add_job_arguments, job, launch
 
 
 def parse_variant(text: str) -> tuple[str, dict]:
@@ -92,10 +92,7 @@ def scan(system: list[str], variants: list[tuple[str, dict]], device: str, steps
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = benchmark_parser("scan", __doc__, "H2, 3 steps, two variants on the CPU (seconds)")
-    what = parser.add_mutually_exclusive_group()
-    what.add_argument("--fcidump", help="FCIDUMP file of the job")
-    what.add_argument("--molecule", help="catalog molecule of the job")
-    parser.add_argument("--basis", default=None, help="basis set with --molecule")
+    add_job_arguments(parser)
     parser.add_argument("--reference", type=float, default=None, help="reference energy (Hartree) of the errors")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--steps", type=int, default=200)
@@ -111,9 +108,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         args.variants = args.variants or ["base", "lr:lr=0.1,d_model=8,n_layers=1"]
     if not args.variants:
         parser.error("name at least one variant")
-    system = ["--fcidump", str(Path(args.fcidump).resolve())] if args.fcidump else \
-        [args.molecule or "H2O"] + (["--basis", args.basis] if args.basis else [])  # fmt: skip
-    label = Path(args.fcidump).stem if args.fcidump else f"{args.molecule or 'H2O'}/{args.basis or 'sto-3g'}"
+    system, label = job(args)
     variants = [parse_variant(v) for v in args.variants]
     if len({name for name, _ in variants}) != len(variants):
         parser.error("variant names must differ")
