@@ -7,7 +7,7 @@ dominate); ``--quick`` runs each at toy size in about a minute, ``--only``
 picks some. Each benchmark's lines go to ``DIR/<name>.jsonl`` (``--quick``
 writes to ``DIR/quick/`` so toy lines never mix with measurements). A
 benchmark that fails is reported and the rest still run; the exit code is the
-number of failures.
+number of failures. (``benchmarks.diagnose`` works on finished run folders and is not in the set.)
 """
 from __future__ import annotations
 
