@@ -34,9 +34,14 @@ GPU_CORES = 2  # cores left to the cuda run in --side-by-side
 
 def command(system: list[str], device: str, threads: int, steps: int, pretrain: int | None, out: Path) -> list[str]:
     chosen = [] if pretrain is None else ["--pretrain-steps", str(pretrain)]
-    return [sys.executable, "-m", "nnqs", "vmc", *system, "--device", device, "--threads", str(threads),
-            "--steps", str(steps), *chosen, "--no-exact", "--no-progress", "--final-samples", "1000",
-            "--out", str(out), "--json"]  # fmt: skip
+    return vmc_command(system, out, "--device", device, "--threads", str(threads), "--steps", str(steps), *chosen)
+
+
+def vmc_command(system: list[str], out: Path, *options: str) -> list[str]:
+    """The ``nnqs vmc`` process of a measured job (device and scan): no references computed, no
+    progress bar, a token final energy, the result as JSON on stdout."""
+    return [sys.executable, "-m", "nnqs", "vmc", *system, *options, "--no-exact", "--no-progress",
+            "--final-samples", "1000", "--out", str(out), "--json"]  # fmt: skip
 
 
 def launch(cmd: list[str], cores: set[int] | None, threads: int, log: Path) -> subprocess.Popen:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from benchmarks.accuracy import parse_settings
 from benchmarks.common import benchmark_parser, emit, history_rows, software, step_seconds
-from benchmarks.device import add_job_arguments, job, launch
+from benchmarks.device import add_job_arguments, job, launch, vmc_command
 
 
 def parse_variant(text: str) -> tuple[str, dict]:
@@ -69,9 +68,8 @@ def scan(system: list[str], variants: list[tuple[str, dict]], device: str, steps
             toml = workdir / f"{name}.toml"
             toml.write_text(config_to_toml(VMCConfig(**(fixed | settings))))
             out = workdir / name
-            cmd = [sys.executable, "-m", "nnqs", "vmc", *system, "--config", str(toml), "--no-exact", "--no-progress",
-                   "--final-samples", "1000", "--out", str(out), "--json"]  # fmt: skip
-            proc = launch(cmd, cores_here, len(cores_here), workdir / f"{name}.log")
+            proc = launch(vmc_command(system, out, "--config", str(toml)), cores_here, len(cores_here),
+                          workdir / f"{name}.log")
             running[name] = (proc, cores_here, time.perf_counter(), settings)
         time.sleep(1.0)
         for name, (proc, cores_here, start, settings) in list(running.items()):
