@@ -68,12 +68,17 @@ def rayleigh(h, vector: np.ndarray) -> float:
 def diagnose(run: str | Path, e0: float, c: np.ndarray, h, configs: torch.Tensor) -> dict:
     """The record of one run folder against the ground state ``(e0, c)`` on ``configs``."""
     from nnqs.common.checkpoint import load_checkpoint
+    from nnqs.common.errors import UserError
+    from nnqs.common.loop import load_model_weights
     from nnqs.vmc.keys import lookup, pack, unique_keys
     from nnqs.vmc.wavefunction import TransformerWavefunction
 
-    data = load_checkpoint(run, "vmc")
-    wf = TransformerWavefunction(**data["model_config"])
-    wf.load_state_dict(data["model"])
+    try:
+        data = load_checkpoint(run, "vmc")
+        wf = TransformerWavefunction(**data["model_config"])
+        load_model_weights(wf, data["model"], run)
+    except UserError as exc:
+        raise SystemExit(str(exc)) from None
     if wf.n_orbitals != configs.shape[1]:
         raise SystemExit(f"{run}: a network of {wf.n_orbitals} orbitals, not of this system's {configs.shape[1]}")
     with torch.no_grad():

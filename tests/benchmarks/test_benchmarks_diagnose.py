@@ -23,3 +23,8 @@ def test_diagnosis_agrees_with_the_run_and_fci(tmp_path, capsys):
 def test_a_sector_too_large_is_one_line():
     with pytest.raises(SystemExit, match="more than the 200,000"):
         main(["--system", "H2O/6-31g", "--runs", "nowhere"])
+
+
+def test_a_folder_without_a_checkpoint_is_one_line(tmp_path):
+    with pytest.raises(SystemExit, match="no checkpoint at"):
+        main(["--system", "H2", "--runs", str(tmp_path)])
