@@ -43,9 +43,8 @@ STARVED_FACTOR = 0.1
 
 def ground_state(spec) -> tuple[float, np.ndarray, object, torch.Tensor]:
     """The sector's ground energy, vector (D,), sparse H and the determinants as tokens (D, n)."""
-    from scipy.sparse.linalg import eigsh
-
     from hamiltonians import build_hamiltonian, sector_dim, sector_hamiltonian
+    from hamiltonians.exact import lowest_eigenpair
     from nnqs.vmc.configurations import occupations_to_tokens
 
     ham = build_hamiltonian(spec)
@@ -54,11 +53,8 @@ def ground_state(spec) -> tuple[float, np.ndarray, object, torch.Tensor]:
         raise SystemExit(f"{spec.name}: the sector holds {size:,} determinants, more than the {MAX_SECTOR:,} "
                          "this diagnosis enumerates")
     occupations, h = sector_hamiltonian(ham)
-    if size <= 2:
-        values, vectors = np.linalg.eigh(h.toarray())
-    else:
-        values, vectors = eigsh(h, k=1, which="SA", tol=1e-12, v0=np.ones(size))  # a fixed start: reproducible
-    return float(values[0]), vectors[:, 0], h, occupations_to_tokens(torch.from_numpy(occupations))
+    e0, c = lowest_eigenpair(h)  # a seeded Lanczos start: the symmetry zeros' rounding is reproducible
+    return e0, c, h, occupations_to_tokens(torch.from_numpy(occupations))
 
 
 def rayleigh(h, vector: np.ndarray) -> float:
@@ -82,7 +78,7 @@ def diagnose(run: str | Path, e0: float, c: np.ndarray, h, configs: torch.Tensor
     if wf.n_orbitals != configs.shape[1]:
         raise SystemExit(f"{run}: a network of {wf.n_orbitals} orbitals, not of this system's {configs.shape[1]}")
     with torch.no_grad():
-        log_psi = torch.cat([wf.log_psi(block) for block in configs.split(8192)]).to(torch.complex128)
+        log_psi = wf.log_psi(configs, chunk_size=8192).to(torch.complex128)
     psi = torch.exp(log_psi - log_psi.real.max()).numpy()
     psi = psi / np.linalg.norm(psi)
     overlap = np.vdot(c, psi)

@@ -51,7 +51,9 @@ def fci_energy(ham: MolecularHamiltonian) -> float:
     raise RuntimeError(f"FCI found no state with S(S+1)={target} for {ham.description}")
 
 
-def _lowest(matrix) -> tuple[float, np.ndarray]:
+def lowest_eigenpair(matrix) -> tuple[float, np.ndarray]:
+    """The lowest eigenvalue and its vector of a sparse symmetric ``matrix``: dense below
+    ``_DENSE_MAX_DIM``, else Lanczos from a seeded start (reproducible)."""
     dim = matrix.shape[0]
     if dim <= _DENSE_MAX_DIM:
         w, v = np.linalg.eigh(matrix.toarray())
@@ -75,7 +77,7 @@ def ed_energy(ham: MolecularHamiltonian) -> float:
     target = _target_s2(ham)
     penalty = s2 - target * sp.identity(len(states), format="csr")
     for shift in (0.0, 0.5, 5.0):
-        _, v = _lowest(h + shift * penalty if shift else h)
+        _, v = lowest_eigenpair(h + shift * penalty if shift else h)
         if abs(v @ (s2 @ v) - target) < _SPIN_TOL:
             return float(v @ (h @ v))
     raise RuntimeError(f"ED found no state with S(S+1)={target} for {ham.description}")
