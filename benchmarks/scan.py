@@ -26,6 +26,7 @@ from pathlib import Path
 from benchmarks.accuracy import parse_settings
 from benchmarks.common import benchmark_parser, emit, history_rows, software, step_seconds
 from benchmarks.device import add_job_arguments, job, launch, vmc_command
+from nnqs.vmc.config import VMCConfig
 
 
 def parse_variant(text: str) -> tuple[str, dict]:
@@ -52,7 +53,6 @@ def summarise(history: Path, reference: float, at: list[int]) -> dict:
 def scan(system: list[str], variants: list[tuple[str, dict]], device: str, steps: int, pretrain: int | None,
          cores_per_run: int, limit: float, workdir: Path) -> dict[str, dict]:
     from nnqs.common.config import config_to_toml
-    from nnqs.vmc.config import VMCConfig
 
     cores = sorted(os.sched_getaffinity(0))
     slots = [set(cores[i : i + cores_per_run]) for i in range(0, len(cores) - cores_per_run + 1, cores_per_run)]
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     add_job_arguments(parser)
     parser.add_argument("--reference", type=float, default=None, help="reference energy (Hartree) of the errors")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=VMCConfig().steps)
     parser.add_argument("--pretrain-steps", type=int, default=None, help="teacher-fit steps (default: the run's)")
     parser.add_argument("--cores-per-run", type=int, default=1)
     parser.add_argument("--limit", type=float, default=3600.0, help="seconds after which a run is stopped")

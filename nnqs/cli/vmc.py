@@ -17,7 +17,7 @@ from nnqs.vmc.step import VMCConfig
 
 # CLI flag -> VMCConfig field (flags left out keep the TOML or default value).
 FLAGS = {
-    "steps": (int, "optimisation steps (default 200)"),
+    "steps": (int, "optimisation steps (default 300)"),
     "samples": (int, "samples drawn per step; only unique ones cost (default 1e12, adapts)"),
     "seed": (int, "seed of the model init and the sampler (default 0)"),
     "optimizer": (str, "sr (natural gradient, default) or adamw"),

@@ -231,15 +231,16 @@ def from_environment(device: str = "cpu") -> Communicator:
         return SingleProcess(device)
     import torch.distributed as dist
 
-    backend = "gloo"
+    backend, options = "gloo", {}
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise UserError("device cuda requested but CUDA is not available")
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
         torch.cuda.set_device(device)
-        backend = "nccl"
+        # bound to its device, the group's barrier (an all-reduce under NCCL) needs no guess
+        backend, options = "nccl", {"device_id": torch.device(device)}
     if not dist.is_initialized():
-        init_process_group(backend)
+        init_process_group(backend, **options)
     return TorchDistributed(device)
 
 

@@ -22,7 +22,7 @@ from nnqs.vmc.wavefunction import HF_TARGET_PROB
 class VMCConfig:
     """Everything that defines a VMC run (saved with every result and checkpoint)."""
 
-    steps: int = 200
+    steps: int = 300
     samples: int = 10**12  # requested samples per step: cheap, the unique set is what costs (may adapt)
     seed: int = 0
     d_model: int = 32

@@ -260,3 +260,23 @@ def test_the_teacher_fit_on_two_ranks_equals_one_process(tmp_path):
     for rank in ranks:
         assert_same(rank, single)
     assert torch.equal(ranks[0]["params"], ranks[1]["params"])
+
+
+def test_from_environment_binds_the_nccl_group_to_the_rank_s_device(monkeypatch):
+    """Under torchrun with cuda, the NCCL group is created with ``device_id`` = this rank's GPU, so
+    its barrier (an all-reduce) does not guess the device; gloo on the CPU gets no device."""
+    import nnqs.common.distributed as distributed
+
+    calls = []
+    monkeypatch.setattr(distributed, "init_process_group", lambda backend, **options: calls.append((backend, options)))
+    monkeypatch.setattr(distributed, "TorchDistributed", lambda device: device)
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: calls.append(("set_device", device)))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert distributed.from_environment("cuda") == "cuda:1"
+    assert calls == [("set_device", "cuda:1"), ("nccl", {"device_id": torch.device("cuda:1")})]
+    calls.clear()
+    assert distributed.from_environment("cpu") == "cpu"
+    assert calls == [("gloo", {})]
