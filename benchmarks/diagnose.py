@@ -21,7 +21,11 @@ the exact ground energy):
   the network holds below a tenth of it (a dead configuration stays dead under a strong SR shift);
   ``starved``: the ten heaviest of them as [|c|^2, |psi|^2, in core];
 - ``outside_core_weight``: the exact weight outside the run's core (core mode), the part no
-  Rayleigh quotient on the core can reach.
+  Rayleigh quotient on the core can reach;
+- ``error_starved_restored_mha``: the network with its starved determinants set to the exact
+  amplitudes (what starvation costs); ``error_real_part_mha``: the real part of the network's
+  wavefunction after the global phase (what the phases' departures from 0 and pi cost: the ground
+  state of a real Hamiltonian is real, and the imaginary part only adds energy).
 Sectors above ``MAX_SECTOR`` determinants are refused (the Lanczos vector and the network pass
 over all of them are the cost).
 """
@@ -103,6 +107,8 @@ def diagnose(run: str | Path, e0: float, c: np.ndarray, h, configs: torch.Tensor
         "starved": [[float(weight[i]), float(held[i]), bool(in_core[i])] for i in heaviest],
         "n_core": None if core is None else len(core),
         "outside_core_weight": None if core is None else float(weight[~in_core].sum()),
+        "error_starved_restored_mha": 1000 * (rayleigh(h, np.where(starved, c, psi)) - e0),
+        "error_real_part_mha": 1000 * (rayleigh(h, psi.real) - e0),
     }
 
 
