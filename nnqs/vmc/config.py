@@ -36,7 +36,6 @@ class VMCConfig:
     teacher_max: int = 4096  # most configurations in the teacher's set
     pretrain_steps: int = 1200  # Adam steps of the supervised fit (teacher "sci"), in pretrain_dtype
     pretrain_lr: float = 1e-3
-    pretrain_modulus_weight: float = 0.0  # weight of the fit's log-modulus term (see fit_to_vector)
     pretrain_dtype: Literal["float32", "float64"] = "float32"  # precision of the teacher fit (float64 VMC after it)
     selection: Literal["core", "samples"] = "core"  # core: Rayleigh quotient on a selected core + fresh samples
     core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core
@@ -84,7 +83,7 @@ def toy_config(steps: int) -> VMCConfig:
 
 def check_run_limits(cfg: VMCConfig) -> None:
     """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
-    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip", "pretrain_lr", "pretrain_modulus_weight"):
+    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip", "pretrain_lr"):
         if name == "lr_final" and cfg.lr_final is None:
             continue
         if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:

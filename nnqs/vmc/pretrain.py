@@ -56,7 +56,6 @@ def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e
 def fit_to_vector(
     wf, configs: torch.Tensor, coefficients: torch.Tensor, steps: int, lr: float = 1e-3,
     on_step: Callable[[int, float], None] | None = None, comm=None, dtype: torch.dtype | None = None,
-    modulus_weight: float = 0.0,
 ) -> float:
     """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
     on ``configs`` ``(M, n)``, by Adam; return the final loss.
@@ -65,9 +64,6 @@ def fit_to_vector(
     theta_x = 0 or pi by the sign of c_x relative to c_{x_0} (the first configuration). The first
     term is the cross entropy of P against c^2 (minimal at P = c^2 on the set, nothing outside);
     the second sets relative signs, weighted by |c| so that light configurations still count.
-    With ``modulus_weight`` m > 0 a third term, m sum_x (|c_x| / sum |c|) (log P(x) - log c_x^2)^2,
-    holds the light configurations' probabilities to the right order of magnitude (the cross
-    entropy lets them fall to 1e-20, where SR's shift keeps them); its minimum is the same P = c^2.
     ``on_step(step, loss)`` is called after every step (progress).
 
     With a communicator ``comm`` of several ranks, rank r evaluates the terms of its share
@@ -86,22 +82,19 @@ def fit_to_vector(
     weight2 = weight2 / weight2.sum()
     sign_weight = coefficients.double().abs() / coefficients.double().abs().sum()
     target = torch.where(coefficients * coefficients[0] >= 0, 0.0, math.pi).double()
-    log_c2 = torch.log(coefficients.double().pow(2).clamp_min(1e-300))
     if comm is not None and comm.world_size > 1:
         rows = comm.share(torch.arange(len(configs), device=configs.device))
         weight2, sign_weight = weight2[rows], sign_weight[rows]
         if comm.rank > 0:  # the phase reference x_0 (rank 0's first row) first, with no term here
             rows = torch.cat([rows.new_zeros(1), rows])
             weight2, sign_weight = (torch.cat([w.new_zeros(1), w]) for w in (weight2, sign_weight))
-        configs, target, log_c2 = configs[rows], target[rows], log_c2[rows]
+        configs, target = configs[rows], target[rows]
     opt = torch.optim.Adam(wf.parameters(), lr=lr)
     value = float("nan")
     for step in range(steps):
         log_psi = wf.log_psi(configs)
         phase = log_psi.imag
         loss = -(weight2 * 2.0 * log_psi.real).sum() + (sign_weight * (1 - torch.cos(phase - phase[0] - target))).sum()
-        if modulus_weight:
-            loss = loss + modulus_weight * (sign_weight * (2.0 * log_psi.real - log_c2).pow(2)).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if comm is not None:

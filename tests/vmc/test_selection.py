@@ -196,43 +196,6 @@ def test_fit_to_vector_learns_modulus_and_sign(system):
     assert before < 0.9 < overlap()
 
 
-def test_fit_loss_with_the_modulus_term_is_the_written_formula(system):
-    """One step returns the loss at the starting parameters: held against the formula, term by term."""
-    ham, _, _ = system
-    target = selected_ci(ham, torch.tensor([[3, 3, 0, 0, 0]]), threshold=1e-3, max_size=1000)
-    wf = spread_model(4)
-    c = target.coefficients.double()
-    with torch.no_grad():
-        log_psi = wf.log_psi(target.configs)
-    log_p, phase = 2.0 * log_psi.real, log_psi.imag
-    theta = torch.where(c * c[0] >= 0, 0.0, np.pi)
-    u = c.abs() / c.abs().sum()
-    cross_entropy = -(c**2 / (c**2).sum() * log_p).sum()
-    signs = (u * (1 - torch.cos(phase - phase[0] - theta))).sum()
-    modulus = (u * (log_p - torch.log(c**2)) ** 2).sum()
-    for m in (0.0, 0.3):
-        loss = fit_to_vector(copy.deepcopy(wf), target.configs, target.coefficients, steps=1, lr=1e-2, modulus_weight=m)
-        assert loss == pytest.approx(float(cross_entropy + signs + m * modulus), rel=1e-12)
-
-
-def test_fit_modulus_term_brings_light_configurations_nearer_their_weight(system):
-    """The cross entropy barely sees a configuration of weight 1e-6; the log-modulus term holds it."""
-    ham, _, _ = system
-    target = selected_ci(ham, torch.tensor([[3, 3, 0, 0, 0]]), threshold=1e-3, max_size=1000)
-    c = target.coefficients.double()
-    light = c**2 < 1e-3
-
-    def typical_light_log_ratio(m: float) -> float:
-        wf = spread_model(4)
-        fit_to_vector(wf, target.configs, target.coefficients, steps=300, lr=1e-2, modulus_weight=m)
-        with torch.no_grad():
-            log_p = 2.0 * wf.log_psi(target.configs).real
-        return float((log_p - torch.log(c**2))[light].abs().median())
-
-    assert light.sum() >= 5
-    assert typical_light_log_ratio(0.1) < 0.75 * typical_light_log_ratio(0.0)
-
-
 def test_fit_in_float32_is_the_float32_fit_copied_into_the_float64_model(system):
     ham, _, _ = system
     target = selected_ci(ham, torch.tensor([[3, 3, 0, 0, 0]]), threshold=1e-3, max_size=1000)
