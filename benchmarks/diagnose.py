@@ -23,7 +23,7 @@ the exact ground energy):
 - ``outside_core_weight``: the exact weight outside the run's core (core mode), the part no
   Rayleigh quotient on the core can reach;
 - ``error_starved_restored_mha``: the network with its starved determinants set to the exact
-  amplitudes (what starvation costs); ``error_real_part_mha``: the real part of the network's
+  amplitudes, at the network's own scale against c on the other determinants (what starvation costs); ``error_real_part_mha``: the real part of the network's
   wavefunction after the global phase (what the phases' departures from 0 and pi cost: the ground
   state of a real Hamiltonian is real, and the imaginary part only adds energy).
 Sectors above ``MAX_SECTOR`` determinants are refused (the Lanczos vector and the network pass
@@ -83,14 +83,8 @@ def diagnose(run: str | Path, e0: float, c: np.ndarray, h, configs: torch.Tensor
         raise SystemExit(f"{run}: a network of {wf.n_orbitals} orbitals, not of this system's {configs.shape[1]}")
     with torch.no_grad():
         log_psi = wf.log_psi(configs, chunk_size=8192).to(torch.complex128)
-    psi = torch.exp(log_psi - log_psi.real.max()).numpy()
-    psi = psi / np.linalg.norm(psi)
-    overlap = np.vdot(c, psi)
-    psi = psi * np.conj(overlap) / abs(overlap)  # the global phase that makes <c|psi> real and positive
-    weight, held = c**2, np.abs(psi) ** 2
-    nonzero = weight > 1e-12  # not a symmetry zero of c (whose sign is rounding)
-    wrong = (np.sign(psi.real) != np.sign(c)) & nonzero
-    starved = (weight > STARVED_MIN) & (held < STARVED_FACTOR * weight)
+    parts, starved = compare(torch.exp(log_psi - log_psi.real.max()).numpy(), c, h, e0)
+    weight, held = c**2, parts.pop("held")
     core = data.get("extras", {}).get("core")
     in_core = np.zeros(len(c), dtype=bool)
     if core is not None:
@@ -98,18 +92,37 @@ def diagnose(run: str | Path, e0: float, c: np.ndarray, h, configs: torch.Tensor
     heaviest = np.flatnonzero(starved)[np.argsort(-weight[starved])][:10]
     return {
         "benchmark": "diagnose", "run": str(run), "step": int(data["step"]), "n_sector": len(c), "e_exact": e0,
+        **parts,
+        "starved": [[float(weight[i]), float(held[i]), bool(in_core[i])] for i in heaviest],
+        "n_core": None if core is None else len(core),
+        "outside_core_weight": None if core is None else float(weight[~in_core].sum()),
+    }
+
+
+def compare(psi: np.ndarray, c: np.ndarray, h, e0: float) -> tuple[dict, np.ndarray]:
+    """The network-free part of a record: a wavefunction ``psi`` (D,), any norm and global phase,
+    against the normalised ground vector ``c`` of ``h`` (energy ``e0``). Returns the record's energy
+    and weight fields (and ``held``, |psi|^2 after normalisation) and the starved mask."""
+    psi = psi / np.linalg.norm(psi)
+    overlap = np.vdot(c, psi)
+    psi = psi * np.conj(overlap) / abs(overlap)  # the global phase that makes <c|psi> real and positive
+    weight, held = c**2, np.abs(psi) ** 2
+    nonzero = weight > 1e-12  # not a symmetry zero of c (whose sign is rounding)
+    wrong = (np.sign(psi.real) != np.sign(c)) & nonzero
+    starved = (weight > STARVED_MIN) & (held < STARVED_FACTOR * weight)
+    rest = ~starved
+    scale = np.vdot(c[rest], psi[rest]).real / np.vdot(c[rest], c[rest])  # psi's size against c on the rest
+    return {
         "error_mha": 1000 * (rayleigh(h, psi) - e0),
         "error_exact_signs_mha": 1000 * (rayleigh(h, np.abs(psi) * np.where(nonzero, np.sign(c), np.sign(psi.real))) - e0),
         "error_exact_modulus_mha": 1000 * (rayleigh(h, np.abs(c) * np.exp(1j * np.angle(psi))) - e0),
         "infidelity": float(1.0 - abs(overlap) ** 2),
         "wrong_sign_weight": float(weight[wrong].sum()), "n_wrong_sign": int(wrong.sum()),
         "starved_weight": float(weight[starved].sum()), "n_starved": int(starved.sum()),
-        "starved": [[float(weight[i]), float(held[i]), bool(in_core[i])] for i in heaviest],
-        "n_core": None if core is None else len(core),
-        "outside_core_weight": None if core is None else float(weight[~in_core].sum()),
-        "error_starved_restored_mha": 1000 * (rayleigh(h, np.where(starved, c, psi)) - e0),
+        "error_starved_restored_mha": 1000 * (rayleigh(h, np.where(starved, scale * c, psi)) - e0),
         "error_real_part_mha": 1000 * (rayleigh(h, psi.real) - e0),
-    }
+        "held": held,
+    }, starved
 
 
 def quick_run(folder: Path) -> Path:

@@ -30,3 +30,40 @@ def test_a_sector_too_large_is_one_line():
 def test_a_folder_without_a_checkpoint_is_one_line(tmp_path):
     with pytest.raises(SystemExit, match="no checkpoint at"):
         main(["--system", "H2", "--runs", str(tmp_path)])
+
+
+def test_each_part_of_the_error_vanishes_when_that_part_is_exact():
+    """compare() on vectors built from the exact ground state of a random symmetric matrix: a
+    starved entry restored gives the exact energy back, so does the real part of a vector whose
+    only flaw is an imaginary part, and the exact signs mend a flipped sign."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from benchmarks.diagnose import compare
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(30, 30))
+    h = sp.csr_matrix(a + a.T)
+    values, vectors = np.linalg.eigh(h.toarray())
+    e0, c = values[0], vectors[:, 0]
+    heavy = int(np.argmax(np.abs(c)))
+    light = int(np.argsort(np.abs(c))[len(c) // 2])  # weight well above STARVED_MIN, not the heaviest
+
+    starved = c.copy()
+    starved[light] = 0.0
+    parts, mask = compare(3.0 * starved, c, h, e0)  # any norm
+    assert parts["error_mha"] > 1e-6 and parts["n_starved"] == 1 and mask[light]
+    assert parts["error_starved_restored_mha"] == pytest.approx(0.0, abs=1e-9)
+
+    r = rng.normal(size=len(c))
+    r -= (r @ c) * c  # orthogonal to c, so the global phase that aligns psi with c is exact
+    twisted = (c + 0.01j * r) * np.exp(0.7j)  # any global phase
+    parts, _ = compare(twisted, c, h, e0)
+    assert parts["error_mha"] > 1e-6 and parts["error_real_part_mha"] == pytest.approx(0.0, abs=1e-9)
+
+    flipped = c.copy()
+    flipped[heavy] *= -1.0
+    parts, _ = compare(flipped, c, h, e0)
+    assert parts["n_wrong_sign"] == 1 and parts["error_mha"] > 1e-3
+    assert parts["error_exact_signs_mha"] == pytest.approx(0.0, abs=1e-9)
+    assert parts["error_exact_modulus_mha"] == pytest.approx(parts["error_mha"], rel=1e-9)
