@@ -46,7 +46,8 @@ def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e
     loss = torch.zeros(())
     for _ in range(steps):
         phi = wf.phase(configs).double()
-        loss = (1 - torch.cos(phi[1:] - phi[0] - target[1:])).mean()
+        reference = 0.0 if getattr(wf, "real", False) else phi[0]  # real ansatz: signs are cos(phi), absolute
+        loss = (1 - torch.cos(phi[1:] - reference - target[1:])).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -64,6 +65,8 @@ def fit_to_vector(
     theta_x = 0 or pi by the sign of c_x relative to c_{x_0} (the first configuration). The first
     term is the cross entropy of P against c^2 (minimal at P = c^2 on the set, nothing outside);
     the second sets relative signs, weighted by |c| so that light configurations still count.
+    For the real ansatz (psi = sqrt(P) cos phi) the signs are absolute: phi(x_0) is replaced by 0,
+    so the fit ends with cos phi near +-1 and |psi|^2 near P.
     ``on_step(step, loss)`` is called after every step (progress).
 
     With a communicator ``comm`` of several ranks, rank r evaluates the terms of its share
@@ -91,10 +94,11 @@ def fit_to_vector(
         configs, target = configs[rows], target[rows]
     opt = torch.optim.Adam(wf.parameters(), lr=lr)
     value = float("nan")
+    real = getattr(wf, "real", False)
     for step in range(steps):
-        log_psi = wf.log_psi(configs)
-        phase = log_psi.imag
-        loss = -(weight2 * 2.0 * log_psi.real).sum() + (sign_weight * (1 - torch.cos(phase - phase[0] - target))).sum()
+        log_prob, phase = wf.log_prob(configs), wf.phase(configs).double()
+        reference = 0.0 if real else phase[0]
+        loss = -(weight2 * log_prob).sum() + (sign_weight * (1 - torch.cos(phase - reference - target))).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if comm is not None:

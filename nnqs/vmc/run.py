@@ -73,7 +73,7 @@ def make_wavefunction(ham: MolecularHamiltonian, cfg: VMCConfig) -> TransformerW
     torch.manual_seed(cfg.seed)
     return TransformerWavefunction(
         ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model, n_layers=cfg.n_layers,
-        n_heads=cfg.n_heads, phase_hidden=cfg.phase_hidden, dtype=dtype, device=cfg.device,
+        n_heads=cfg.n_heads, phase_hidden=cfg.phase_hidden, real=cfg.ansatz == "real", dtype=dtype, device=cfg.device,
         hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, cfg.hf_prob),
     )
 

@@ -42,13 +42,23 @@ def per_sample_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024)
     """``d log psi(x_i) / d theta`` for ``configs`` ``(U, n)`` -> ``(U, P)`` complex128,
     columns in ``wf.parameters()`` order. Real part from log P / 2, imaginary from the phase.
 
-    ``wf`` is called as ``wf(x, part="log_prob")`` and ``wf(x, part="phase")`` (the
-    wavefunction's unchecked ``forward``) through :func:`torch.func.functional_call`, with
-    per-sample gradients from ``vmap(grad(...))`` over blocks of ``chunk`` rows.
+    ``wf`` is called as ``wf(x, part=...)`` (the wavefunction's unchecked ``forward``) for the
+    parts of :func:`jacobian_parts` through :func:`torch.func.functional_call`, with per-sample
+    gradients from ``vmap(grad(...))`` over blocks of ``chunk`` rows. A part that is None (the
+    real ansatz's sign) has no derivative: its half is zero.
     """
     names = [k for k, _ in wf.named_parameters()]
-    parts = [_part_jacobian(wf, configs, part, names, chunk) for part in ("log_prob", "phase")]
-    return torch.complex(parts[0], parts[1])
+    real_part, imag_part = jacobian_parts(wf)
+    real = _part_jacobian(wf, configs, real_part, names, chunk)
+    imag = torch.zeros_like(real) if imag_part is None else _part_jacobian(wf, configs, imag_part, names, chunk)
+    return torch.complex(real, imag)
+
+
+def jacobian_parts(wf: nn.Module) -> tuple[str, str | None]:
+    """The ``forward`` parts of ``wf`` whose derivatives are those of Re and Im log psi: the
+    wavefunction's own :meth:`jacobian_parts`, else ``("log_abs", "phase")``."""
+    own = getattr(wf, "jacobian_parts", None)
+    return own() if own is not None else ("log_abs", "phase")
 
 
 @dataclass
@@ -69,14 +79,15 @@ def split_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024) -> S
     memory, no complex copy), or None when some parameter moves both the modulus and the phase.
     Which parameters move which part is read from the autograd graph of one sample."""
     probe = configs.new_zeros(1, configs.shape[1])  # structure only: the same on every rank, even an empty share
-    moved = [_moved_by(wf, probe, part) for part in ("log_prob", "phase")]
+    parts = jacobian_parts(wf)
+    moved = [[] if part is None else _moved_by(wf, probe, part) for part in parts]
     if set(moved[0]) & set(moved[1]):
         return None
     names = [k for k, _ in wf.named_parameters()]
     columns = [torch.cat([torch.full((p.numel(),), k in part, dtype=torch.bool) for k, p in wf.named_parameters()])
                for part in moved]
     blocks = [_part_jacobian(wf, configs, part, [k for k in names if k in set(used)], chunk)
-              for part, used in zip(("log_prob", "phase"), moved)]
+              for part, used in zip(parts, moved)]
     return SplitJacobian(blocks[0], columns[0].to(configs.device), blocks[1], columns[1].to(configs.device))
 
 
@@ -89,11 +100,14 @@ def _moved_by(wf: nn.Module, x: torch.Tensor, part: str) -> list[str]:
 
 
 def _part_jacobian(wf: nn.Module, configs: torch.Tensor, part: str, names: list[str], chunk: int) -> torch.Tensor:
-    """``(U, sum of numel of names)`` float64: d (log P / 2) (``part="log_prob"``) or d phase
-    (``"phase"``) per sample, over the parameters ``names``, written into one buffer."""
+    """``(U, sum of numel of names)`` float64: d ``wf(x, part=part)`` per sample (``"log_abs"``:
+    Re log psi, ``"phase"``; ``"log_prob"`` is halved, d log |psi| of the complex ansatz), over the
+    parameters ``names``, written into one buffer (no part: no columns)."""
     own = dict(wf.named_parameters())
     params = {k: own[k].detach() for k in names}
     scale = 0.5 if part == "log_prob" else 1.0
+    if part is None:
+        return torch.zeros(configs.shape[0], 0, dtype=torch.float64, device=configs.device)
     out = torch.zeros(configs.shape[0], sum(v.numel() for v in params.values()), dtype=torch.float64, device=configs.device)
 
     def value(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
@@ -170,6 +184,7 @@ def _solve_blocks(
     columns, and the pieces are gathered in rank order, which is column order."""
     alone = comm is None or comm.world_size == 1
     reduce = (lambda t: t) if alone else comm.all_reduce_sum
+    blocks = [b for b in blocks if b[0].shape[1] > 0]  # a part with no parameters (the real ansatz's sign)
     if not alone:
         blocks = [(comm.exchange_columns(x), comm.all_gather_rows(e), columns) for x, e, columns in blocks]
     if previous is not None:  # SPRING: e - mu X d_prev, each rank the product of its columns, summed

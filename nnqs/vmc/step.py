@@ -66,32 +66,50 @@ class EnergyEstimate:
 ONE_PROCESS = SingleProcess()
 
 
-def estimate(local_energies: torch.Tensor, counts: torch.Tensor, comm: SingleProcess = ONE_PROCESS) -> EnergyEstimate:
+def estimate(
+    local_energies: torch.Tensor, counts: torch.Tensor, comm: SingleProcess = ONE_PROCESS,
+    ratios: torch.Tensor | None = None,
+) -> EnergyEstimate:
     """Mean, variance and standard error of ``local_energies`` (U,) weighted by ``counts`` (U,)
-    (this rank's share: sums run over all ranks of ``comm``)."""
+    (this rank's share: sums run over all ranks of ``comm``).
+
+    ``ratios`` (U,): samples drawn from P whose target is |psi|^2 = ratio x P (the real ansatz)
+    carry the weight ``count x ratio``, normalised; the standard error is then that of the
+    self-normalised importance-sampling mean, ``sqrt(sum n r^2 |E_loc - E|^2) / sum n r``."""
     totals = comm.all_reduce_sum(torch.stack([counts.sum(), torch.tensor(len(counts), device=counts.device)]))
     n = totals[0]
-    w = counts.to(torch.float64) / n.to(torch.float64)
+    if ratios is None:
+        w = counts.to(torch.float64) / n.to(torch.float64)
+    else:
+        q = counts.to(torch.float64) * ratios.double()
+        w = q / comm.all_reduce_sum(q.sum())
     mean = comm.all_reduce_sum((w * local_energies).sum())
-    var = comm.all_reduce_sum((w * (local_energies - mean).abs() ** 2).sum())
+    spread = (local_energies - mean).abs() ** 2
+    var = comm.all_reduce_sum((w * spread).sum())
     energy, variance = float(mean.real), float(var)
-    return EnergyEstimate(energy, variance, math.sqrt(variance / float(n)), local_energies, w, 0, int(totals[1]))
+    if ratios is None:
+        stderr = math.sqrt(variance / float(n))
+    else:  # w^2 / n = q^2 / (n Q^2): sum_i n_i r_i^2 spread_i / Q^2
+        stderr = math.sqrt(float(comm.all_reduce_sum((w * w / counts.to(torch.float64).clamp_min(1) * spread).sum())))
+    return EnergyEstimate(energy, variance, stderr, local_energies, w, 0, int(totals[1]))
 
 
 def share_estimate(
     wf, ham, configs: torch.Tensor, counts: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
     known_log_psi: torch.Tensor | None = None, connected_dtype: str = CONNECTED_DTYPE,
+    ratios: torch.Tensor | None = None,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics of the sample set and this rank's log psi (with its graph when grad is on).
     ``known_log_psi`` ``(U,)``: log psi of all ``configs`` already computed, reused when grad is off;
-    ``connected_dtype``: the precision of the network passes over the connected x'."""
+    ``connected_dtype``: the precision of the network passes over the connected x'; ``ratios``
+    ``(U,)``: |psi|^2 / P of sampled ``configs`` (:func:`estimate`)."""
     if known_log_psi is not None and not torch.is_grad_enabled():
         log_psi = comm.share(known_log_psi)
     else:
         log_psi = wf.log_psi(comm.share(configs))
     values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm,
                                                     connected_dtype)
-    est = estimate(values, comm.share(counts), comm)
+    est = estimate(values, comm.share(counts), comm, None if ratios is None else comm.share(ratios))
     est.n_unique_connected = n_unique_connected
     return est, log_psi
 
@@ -100,6 +118,7 @@ def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
     estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
     known_log_psi: torch.Tensor | None = None, connected_dtype: str = CONNECTED_DTYPE,
+    ratios: torch.Tensor | None = None,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
 
@@ -107,7 +126,8 @@ def energy_and_loss(
     ``configs``, ``counts`` are the whole sample set; with several ranks each computes its
     share (``est`` holds the share's local energies and weights) and the loss of its share.
     """
-    est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm, known_log_psi, connected_dtype)
+    est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm, known_log_psi, connected_dtype,
+                                  ratios)
     centred = (est.local_energies - est.energy).conj()
     loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
     return est, loss
@@ -198,9 +218,10 @@ def vmc_step(
     estimator = cfg.estimator if cfg.selection == "samples" else "sample-space"  # core: the set's Rayleigh quotient
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
+    ratios = sampling_ratio(wf, configs, cfg.max_batch) if log_psi is None else None  # core: weights are |psi|^2
     with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
         est, loss = energy_and_loss(wf, ham, configs, weights, estimator, cfg.max_batch, comm, log_psi,
-                                    cfg.connected_dtype)
+                                    cfg.connected_dtype, ratios)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
         previous, momentum = None, cfg.sr_momentum * momentum_factor(step, cfg)
@@ -255,4 +276,13 @@ def final_energy(
     with torch.no_grad():
         configs, counts = draw(wf, n_samples, generator, unique_max)
         return share_estimate(wf, ham, configs, counts, "exact", max_batch, comm,
-                              connected_dtype=connected_dtype)[0]
+                              connected_dtype=connected_dtype, ratios=sampling_ratio(wf, configs, max_batch))[0]
+
+
+def sampling_ratio(wf, configs: torch.Tensor, max_batch: int = 8192) -> torch.Tensor | None:
+    """``|psi|^2 / P`` ``(U,)`` of sampled ``configs`` (the real ansatz), or None where it is 1."""
+    own = getattr(wf, "sampling_ratio", None)
+    if own is None:
+        return None
+    with torch.no_grad():
+        return own(configs, chunk_size=max_batch)

@@ -17,6 +17,13 @@ Phase: an MLP on the one-hot configuration ``(4n -> H -> H -> 1)``.
 ``log_psi(x) = 0.5 * log P(x) + i φ(x)`` is complex128; its real part is
 ``-inf`` (never NaN) outside the sector.
 
+Real ansatz (``real=True``): ψ(x) = sqrt(P(x)) · cos φ(x), so
+``log_psi = 0.5 log P + log|cos φ| + i π [cos φ < 0]``. The ground state of a real
+Hamiltonian is real; the complex ansatz reaches it only where its phases sit exactly at 0 or
+π, and the imaginary part it leaves elsewhere only adds energy (about 20% of the error of
+the STO-3G runs, ``benchmarks/RESULTS.md``). Then ``|ψ|^2 = P cos^2 φ`` is not P: samples
+drawn from P carry the weight ``cos^2 φ`` (:meth:`TransformerWavefunction.sampling_ratio`).
+
 Initialisation: the per-orbital bias favours the Hartree–Fock determinant.
 ``hf_bias=None`` picks the bias so that P(HF) is ``HF_TARGET_PROB`` (0.95) at init
 (:func:`hf_bias_for`); ``hf_bias=0`` gives near-uniform conditionals.
@@ -107,6 +114,12 @@ def _check_sizes(n_orbitals: int, n_alpha: int, n_beta: int) -> None:
             raise UserError(f"{name} must be in 0..n_orbitals={n_orbitals}, got {n}")
 
 
+def _log_abs_cos(phase: torch.Tensor) -> torch.Tensor:
+    """``log|cos φ|`` ``(U,)`` float64; at an exact zero of cos the smallest normal float64 stands in
+    for it, so log ψ stays finite (a weight of 0 to working precision, never NaN in a gradient)."""
+    return torch.log(torch.cos(phase).abs().clamp_min(torch.finfo(torch.float64).tiny))
+
+
 class TransformerWavefunction(nn.Module):
     """Autoregressive Transformer NNQS over ``n_orbitals`` spatial orbitals in the
     ``(n_alpha, n_beta)`` sector. ``hparams`` rebuilds it: ``TransformerWavefunction(**hparams)``.
@@ -123,6 +136,7 @@ class TransformerWavefunction(nn.Module):
         phase_hidden: int = 64,
         d_ff: int | None = None,
         hf_bias: float | None = None,
+        real: bool = False,
         dtype: torch.dtype | str = torch.float32,
         device: torch.device | str | None = None,
         **unknown: Any,
@@ -136,11 +150,12 @@ class TransformerWavefunction(nn.Module):
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise UserError(f"dtype must be a floating torch dtype such as 'float32', got {dtype!r}")
         self.n_orbitals, self.n_alpha, self.n_beta = n_orbitals, n_alpha, n_beta
+        self.real = bool(real)
         if hf_bias is None:
             hf_bias = hf_bias_for(n_orbitals, n_alpha, n_beta)
         self.hparams: dict[str, Any] = dict(
             n_orbitals=n_orbitals, n_alpha=n_alpha, n_beta=n_beta, d_model=d_model, n_layers=n_layers,
-            n_heads=n_heads, phase_hidden=phase_hidden, d_ff=d_ff, hf_bias=float(hf_bias),
+            n_heads=n_heads, phase_hidden=phase_hidden, d_ff=d_ff, hf_bias=float(hf_bias), real=self.real,
             dtype=str(dtype).removeprefix("torch."),
         )  # fmt: skip
         cfg = CoreConfig(N_STATES + 1, n_orbitals, d_model, n_layers, n_heads, d_ff)
@@ -256,24 +271,51 @@ class TransformerWavefunction(nn.Module):
         return self.phase_net(onehot).squeeze(-1)
 
     def log_psi(self, configs: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
-        """``log ψ(x) = 0.5 log P(x) + i φ(x)`` ``(U,)`` complex128, differentiable.
+        """``log ψ(x) = 0.5 log P(x) + i φ(x)`` ``(U,)`` complex128, differentiable (the real
+        ansatz: ``0.5 log P + log|cos φ| + i π [cos φ < 0]``, see :meth:`combine`).
 
         ``chunk_size`` bounds the rows per forward (same result, less memory).
         """
         return self._chunked(self._log_psi, self._check_configs(configs), chunk_size)
 
     def _log_psi(self, configs: torch.Tensor) -> torch.Tensor:
-        return torch.complex(0.5 * self._log_prob(configs), self._phase(configs).double())
+        return self.combine(self._log_prob(configs), self._phase(configs))
+
+    def combine(self, log_prob: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+        """log ψ ``(U,)`` complex128 from ``log P`` and ``φ`` ``(U,)``: ``0.5 log P + i φ``, or with
+        the real ansatz ``0.5 log P + log|cos φ| + i π [cos φ < 0]`` (the sign carries no gradient)."""
+        phase = phase.double()
+        if not self.real:
+            return torch.complex(0.5 * log_prob, phase)
+        return torch.complex(0.5 * log_prob + _log_abs_cos(phase), torch.pi * (torch.cos(phase) < 0).double())
+
+    def _log_abs(self, configs: torch.Tensor) -> torch.Tensor:
+        half = 0.5 * self._log_prob(configs)  # the complex ansatz: no phase parameter in this graph
+        return half + _log_abs_cos(self._phase(configs).double()) if self.real else half
+
+    def sampling_ratio(self, configs: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor | None:
+        """``|ψ(x)|^2 / P(x)`` ``(U,)`` float64, the weight a sample drawn from P carries: ``cos^2 φ``
+        for the real ansatz, None (1 everywhere) for the complex one."""
+        if not self.real:
+            return None
+        phase = self._chunked(self._phase, self._check_configs(configs), chunk_size).double()
+        return torch.cos(phase).square()
+
+    def jacobian_parts(self) -> tuple[str, str | None]:
+        """The :meth:`forward` parts whose parameter derivatives are those of Re log ψ and Im log ψ
+        (``None``: Im log ψ is piecewise constant, no derivative)."""
+        return ("log_abs", None) if self.real else ("log_abs", "phase")
 
     def forward(self, configs: torch.Tensor, part: str = "log_psi") -> torch.Tensor:
         """``part`` of the wavefunction for ``configs`` ``(U, n)`` long -> ``(U,)``: ``"log_psi"``
-        (complex128), ``"log_prob"`` (float64) or ``"phase"`` (model dtype).
+        (complex128), ``"log_prob"`` (float64), ``"phase"`` (model dtype) or ``"log_abs"``
+        (``Re log ψ``, float64).
 
         Unchecked (no value tests on ``configs``), so ``torch.func`` transforms can trace it,
         e.g. per-sample gradients through :func:`torch.func.functional_call` (see
         :mod:`nnqs.vmc.sr`). Use :meth:`log_psi`, :meth:`log_prob`, :meth:`phase` otherwise.
         """
-        parts = {"log_psi": self._log_psi, "log_prob": self._log_prob, "phase": self._phase}
+        parts = {"log_psi": self._log_psi, "log_prob": self._log_prob, "phase": self._phase, "log_abs": self._log_abs}
         return parts[part](configs)
 
     @staticmethod
