@@ -33,6 +33,21 @@ def test_vmc_run_writes_files_and_json(tmp_path, capsys):
     assert steps == [str(i) for i in range(8)]
 
 
+@pytest.mark.parametrize("ansatz", ["complex", "real"])
+def test_the_ansatz_flag_builds_that_wavefunction_and_resumes_it(ansatz, tmp_path, capsys):
+    from nnqs.common.checkpoint import load_checkpoint
+
+    out = tmp_path / ansatz
+    args = ["vmc", "H2", "--steps", "4", "--d-model", "8", "--n-layers", "1", "--final-samples", "100000",
+            "--ansatz", ansatz, "--out", str(out), "--json"]
+    assert main(args) == 0
+    assert load_checkpoint(out / "checkpoint.pt", "vmc")["model_config"]["real"] == (ansatz == "real")
+    assert main(args[:3] + ["6"] + args[4:] + ["--resume"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["energy"] >= pyscf_references("H2")["exact (fci)"] - 1e-9
+    assert load_checkpoint(out / "checkpoint.pt", "vmc")["model_config"]["real"] == (ansatz == "real")
+
+
 def vm_hwm_mb() -> float | None:
     """VmHWM of this process from /proc (MiB), None off Linux."""
     if not sys.platform.startswith("linux"):
@@ -49,6 +64,7 @@ def vm_hwm_mb() -> float | None:
     (["vmc", "H2", "--out", "/proc/nope/run"], "not writable"),
     (["vmc", "H2", "--config", "/nonexistent.toml"], "cannot read config"),
     (["vmc", "H2", "--steps", "many"], "invalid int value"),
+    (["vmc", "H2", "--ansatz", "imaginary"], "ansatz"),
 ])
 def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys):
     with pytest.raises(SystemExit) as exc:
