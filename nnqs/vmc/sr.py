@@ -40,7 +40,8 @@ SR_MOMENTUM = 0.99
 
 def per_sample_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
     """``d log psi(x_i) / d theta`` for ``configs`` ``(U, n)`` -> ``(U, P)`` complex128,
-    columns in ``wf.parameters()`` order. Real part from log P / 2, imaginary from the phase.
+    columns in ``wf.parameters()`` order. Real part from Re log psi (log P / 2, with the real
+    ansatz plus log |cos phi|), imaginary from the phase (zero for the real ansatz).
 
     ``wf`` is called as ``wf(x, part=...)`` (the wavefunction's unchecked ``forward``) for the
     parts of :func:`jacobian_parts` through :func:`torch.func.functional_call`, with per-sample
@@ -103,11 +104,11 @@ def _part_jacobian(wf: nn.Module, configs: torch.Tensor, part: str, names: list[
     """``(U, sum of numel of names)`` float64: d ``wf(x, part=part)`` per sample (``"log_abs"``:
     Re log psi, ``"phase"``; ``"log_prob"`` is halved, d log |psi| of the complex ansatz), over the
     parameters ``names``, written into one buffer (no part: no columns)."""
+    if part is None:
+        return torch.zeros(configs.shape[0], 0, dtype=torch.float64, device=configs.device)
     own = dict(wf.named_parameters())
     params = {k: own[k].detach() for k in names}
     scale = 0.5 if part == "log_prob" else 1.0
-    if part is None:
-        return torch.zeros(configs.shape[0], 0, dtype=torch.float64, device=configs.device)
     out = torch.zeros(configs.shape[0], sum(v.numel() for v in params.values()), dtype=torch.float64, device=configs.device)
 
     def value(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
