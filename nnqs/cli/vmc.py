@@ -39,7 +39,7 @@ FLAGS = {
     "d_model": (int, "Transformer width (default 32)"),
     "n_layers": (int, "Transformer blocks (default 2)"),
     "n_heads": (int, "attention heads (default 4)"),
-    "ansatz": (str, "complex (default: sqrt(P) exp(i phase)) or real (sqrt(P) cos(phase))"),
+    "ansatz": (str, "real (default: sqrt(P) cos(phase)) or complex (sqrt(P) exp(i phase))"),
     "phase_pretrain": (int, "teacher mp1: steps fitting the phase to perturbative signs (default 300; 0: off)"),
     "dtype": (str, "float64 (default) or float32 network"),
     "device": (str, "cpu (default) or cuda"),

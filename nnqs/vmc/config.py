@@ -29,7 +29,9 @@ class VMCConfig:
     n_layers: int = 2
     n_heads: int = 4
     phase_hidden: int = 64
-    ansatz: Literal["complex", "real"] = "complex"  # real: psi = sqrt(P) cos(phi) (sign from the phase head)
+    # real: psi = sqrt(P) cos(phi), the sign from the phase head (11 of the 12 STO-3G rows lower than
+    # with complex: sqrt(P) exp(i phi); benchmarks/RESULTS.md, "A real ansatz")
+    ansatz: Literal["complex", "real"] = "real"
     hf_prob: float = HF_TARGET_PROB  # P(Hartree-Fock determinant) at initialisation
     phase_pretrain: int = 300  # teacher "mp1": steps fitting the phase head to perturbative signs (0: off)
     teacher: Literal["sci", "mp1"] = "sci"  # sci: supervised fit of modulus and sign to a selected-CI vector
