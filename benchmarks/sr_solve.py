@@ -3,7 +3,7 @@
 ``python -m benchmarks.sr_solve [--quick] [--out FILE] [--threads T]``
 ``python -m benchmarks.sr_solve --run DIR --molecule H2O --basis 6-31g [--repeats 3]``
 
-For the default wavefunction of a catalog molecule (N2 STO-3G: 20 qubits,
+For the complex wavefunction of a catalog molecule (``ansatz="complex"``; N2 STO-3G: 20 qubits,
 32,973 parameters) and U configurations drawn from it, times
 ``sr_direction(..., split=True)`` (two U x U blocks: the separate phase head
 moves no modulus parameter) against ``split=False`` (the full 2U x 2U Gram
@@ -37,7 +37,7 @@ QUICK = dict(molecule="LiH", sizes=(16, 32), min_run_time=0.0)
 
 def run_one(molecule: str, u: int, min_run_time: float, threads: int) -> dict:
     ham = build_hamiltonian(get_spec(molecule))
-    wf = make_wavefunction(ham, VMCConfig())
+    wf = make_wavefunction(ham, VMCConfig(ansatz="complex"))  # the real ansatz has no phase block to split off
     with torch.no_grad():  # spread the model so that U distinct configurations exist
         for p in wf.parameters():
             p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=p.dtype))

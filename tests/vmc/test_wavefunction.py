@@ -174,7 +174,7 @@ def test_hparams_rebuild_from_state_dict():
     wf = make_wf()
     assert wf.hparams["dtype"] == "float64"
     assert set(wf.hparams) == {"n_orbitals", "n_alpha", "n_beta", "d_model", "n_layers", "n_heads", "phase_hidden",
-                               "d_ff", "hf_bias", "dtype"}  # what every checkpoint so far holds
+                               "d_ff", "hf_bias", "real", "dtype"}
     state = wf.state_dict()
     assert "allowed" not in state
     clone = TransformerWavefunction(**wf.hparams)
@@ -182,6 +182,14 @@ def test_hparams_rebuild_from_state_dict():
     configs = all_configurations(N)[::11]
     with torch.no_grad():
         assert torch.equal(clone.log_psi(configs), wf.log_psi(configs))
+    # checkpoints written before the real ansatz hold every other key and no "real": they rebuild as
+    # the complex wavefunction they were
+    older = {k: v for k, v in wf.hparams.items() if k != "real"}
+    old_clone = TransformerWavefunction(**older)
+    old_clone.load_state_dict(state)
+    assert not old_clone.real
+    with torch.no_grad():
+        assert torch.equal(old_clone.log_psi(configs), wf.log_psi(configs))
 
 
 def test_default_init_prefers_hartree_fock():
