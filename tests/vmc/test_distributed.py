@@ -27,10 +27,10 @@ from nnqs.vmc.wavefunction import TransformerWavefunction
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def tiny_wf(ham) -> TransformerWavefunction:
+def tiny_wf(ham, real: bool = False) -> TransformerWavefunction:
     torch.manual_seed(0)
     wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=8, n_layers=1, n_heads=2,
-                                 phase_hidden=8, hf_bias=0.5, dtype=torch.float64)  # fmt: skip
+                                 phase_hidden=8, hf_bias=0.5, real=real, dtype=torch.float64)  # fmt: skip
     with torch.no_grad():
         for p in wf.parameters():
             p.add_(0.3 * torch.randn_like(p))  # away from the symmetric start: many unique samples
@@ -131,7 +131,36 @@ def sr_numbers(comm) -> dict:
                                    previous=previous, momentum=0.99)}
 
 
-NUMBERS = {"sr": sr_numbers, "step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers, "fit": fit_numbers}
+def real_numbers(comm) -> dict:
+    """The real ansatz: importance-weighted sampled statistics, the SR direction of its one real block,
+    a 3-step sampled run, its final energy, and five steps of the absolute-sign teacher fit."""
+    from nnqs.vmc.step import sampling_ratio
+
+    ham = build_hamiltonian(get_spec("LiH"))
+    compact = CompactHamiltonian.from_molecular(ham)
+    wf = tiny_wf(ham, real=True)
+    configs, counts = wf.sample(10**6, generator=torch.Generator().manual_seed(1))
+    est, _ = energy_and_loss(wf, compact, configs, counts, "exact", comm=comm, connected_dtype="float64",
+                             ratios=sampling_ratio(wf, configs))
+    set_sr_gradient(wf, comm.share(configs), est, 1e-4, comm)
+    out = {"n_unique": len(counts), "estimate": [est.energy, est.variance, est.stderr], "sr": flat_grad(wf)}
+    cfg = VMCConfig(steps=3, samples=10**5, lr=0.01, warmup=1, unique_max=64, connected_dtype="float64",
+                    selection="samples", ansatz="real")
+    state = new_state(tiny_wf(ham, real=True), cfg, comm)
+    out["run"] = [[r.energy, r.variance, r.n_unique] for r in run_vmc(state, compact, cfg)]
+    final = final_energy(state.wf, compact, 10**6, state.generator, comm=comm, connected_dtype="float64")
+    out["final"] = [final.energy, final.variance, final.stderr]
+    fitted = tiny_wf(ham, real=True)
+    coefficients = torch.randn(21, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    losses = []
+    fit_to_vector(fitted, configs[:21], coefficients / coefficients.norm(), 5, 1e-2,
+                  lambda step, loss: losses.append(loss), comm=comm)  # fmt: skip
+    out["fit"] = losses
+    out["fit/params"] = torch.cat([p.detach().reshape(-1) for p in fitted.parameters()])
+    return out
+
+
+NUMBERS = {"real": real_numbers, "sr": sr_numbers, "step": one_step_numbers, "core": core_numbers, "exchange": exchange_numbers, "fit": fit_numbers}
 
 
 def worker(rank: int, world: int, port: int, out_dir: str, which: str = "step") -> None:
@@ -280,3 +309,12 @@ def test_from_environment_binds_the_nccl_group_to_the_rank_s_device(monkeypatch)
     calls.clear()
     assert distributed.from_environment("cpu") == "cpu"
     assert calls == [("gloo", {})]
+
+
+def test_the_real_ansatz_on_two_ranks_equals_one_process(tmp_path):
+    mp.spawn(worker, args=(2, free_port(), str(tmp_path), "real"), nprocs=2, join=True)
+    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
+    single = real_numbers(SingleProcess())
+    assert single["n_unique"] > 10 and single["fit"][-1] < single["fit"][0]
+    assert_same(ranks[0], ranks[1])
+    assert_same(single, ranks[0])
