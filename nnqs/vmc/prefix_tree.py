@@ -140,5 +140,4 @@ class TreeLogPsi:
                 needed = needed[log_prob >= self.floor]
             for rows in needed.split(self.rows):
                 phase[rows] = self.wf.phase(configs[rows]).double()
-        combine = getattr(self.wf, "combine", None)  # the wavefunction's own log psi from log P and phase
-        return torch.complex(0.5 * log_prob, phase) if combine is None else combine(log_prob, phase)
+        return self.wf.combine(log_prob, phase)  # the wavefunction's own log psi from log P and phase

@@ -46,7 +46,7 @@ def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e
     loss = torch.zeros(())
     for _ in range(steps):
         phi = wf.phase(configs).double()
-        reference = 0.0 if getattr(wf, "real", False) else phi[0]  # real ansatz: signs are cos(phi), absolute
+        reference = 0.0 if wf.real else phi[0]  # real ansatz: signs are cos(phi), absolute
         loss = (1 - torch.cos(phi[1:] - reference - target[1:])).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -94,10 +94,9 @@ def fit_to_vector(
         configs, target = configs[rows], target[rows]
     opt = torch.optim.Adam(wf.parameters(), lr=lr)
     value = float("nan")
-    real = getattr(wf, "real", False)
     for step in range(steps):
         log_prob, phase = wf.log_prob(configs), wf.phase(configs).double()
-        reference = 0.0 if real else phase[0]
+        reference = 0.0 if wf.real else phase[0]
         loss = -(weight2 * log_prob).sum() + (sign_weight * (1 - torch.cos(phase - reference - target))).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()

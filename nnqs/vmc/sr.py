@@ -44,22 +44,16 @@ def per_sample_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024)
     ansatz plus log |cos phi|), imaginary from the phase (zero for the real ansatz).
 
     ``wf`` is called as ``wf(x, part=...)`` (the wavefunction's unchecked ``forward``) for the
-    parts of :func:`jacobian_parts` through :func:`torch.func.functional_call`, with per-sample
+    parts of its ``jacobian_parts()`` through :func:`torch.func.functional_call`, with per-sample
     gradients from ``vmap(grad(...))`` over blocks of ``chunk`` rows. A part that is None (the
     real ansatz's sign) has no derivative: its half is zero.
     """
     names = [k for k, _ in wf.named_parameters()]
-    real_part, imag_part = jacobian_parts(wf)
+    real_part, imag_part = wf.jacobian_parts()
     real = _part_jacobian(wf, configs, real_part, names, chunk)
     imag = torch.zeros_like(real) if imag_part is None else _part_jacobian(wf, configs, imag_part, names, chunk)
     return torch.complex(real, imag)
 
-
-def jacobian_parts(wf: nn.Module) -> tuple[str, str | None]:
-    """The ``forward`` parts of ``wf`` whose derivatives are those of Re and Im log psi: the
-    wavefunction's own :meth:`jacobian_parts`, else ``("log_abs", "phase")``."""
-    own = getattr(wf, "jacobian_parts", None)
-    return own() if own is not None else ("log_abs", "phase")
 
 
 @dataclass
@@ -80,7 +74,7 @@ def split_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024) -> S
     memory, no complex copy), or None when some parameter moves both the modulus and the phase.
     Which parameters move which part is read from the autograd graph of one sample."""
     probe = configs.new_zeros(1, configs.shape[1])  # structure only: the same on every rank, even an empty share
-    parts = jacobian_parts(wf)
+    parts = wf.jacobian_parts()
     moved = [[] if part is None else _moved_by(wf, probe, part) for part in parts]
     if set(moved[0]) & set(moved[1]):
         return None
@@ -102,17 +96,16 @@ def _moved_by(wf: nn.Module, x: torch.Tensor, part: str) -> list[str]:
 
 def _part_jacobian(wf: nn.Module, configs: torch.Tensor, part: str, names: list[str], chunk: int) -> torch.Tensor:
     """``(U, sum of numel of names)`` float64: d ``wf(x, part=part)`` per sample (``"log_abs"``:
-    Re log psi, ``"phase"``; ``"log_prob"`` is halved, d log |psi| of the complex ansatz), over the
-    parameters ``names``, written into one buffer (no part: no columns)."""
+    Re log psi, or ``"phase"``), over the parameters ``names``, written into one buffer (no part:
+    no columns)."""
     if part is None:
         return torch.zeros(configs.shape[0], 0, dtype=torch.float64, device=configs.device)
     own = dict(wf.named_parameters())
     params = {k: own[k].detach() for k in names}
-    scale = 0.5 if part == "log_prob" else 1.0
     out = torch.zeros(configs.shape[0], sum(v.numel() for v in params.values()), dtype=torch.float64, device=configs.device)
 
     def value(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        return scale * functional_call(wf, p, (x.unsqueeze(0),), {"part": part})[0]
+        return functional_call(wf, p, (x.unsqueeze(0),), {"part": part})[0]
 
     for start in range(0, configs.shape[0], chunk):
         block = configs[start : start + chunk]

@@ -281,8 +281,5 @@ def final_energy(
 
 def sampling_ratio(wf, configs: torch.Tensor, max_batch: int = 8192) -> torch.Tensor | None:
     """``|psi|^2 / P`` ``(U,)`` of sampled ``configs`` (the real ansatz), or None where it is 1."""
-    own = getattr(wf, "sampling_ratio", None)
-    if own is None:
-        return None
     with torch.no_grad():
-        return own(configs, chunk_size=max_batch)
+        return wf.sampling_ratio(configs, chunk_size=max_batch)
