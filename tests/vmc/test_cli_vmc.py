@@ -65,6 +65,7 @@ def vm_hwm_mb() -> float | None:
     (["vmc", "H2", "--config", "/nonexistent.toml"], "cannot read config"),
     (["vmc", "H2", "--steps", "many"], "invalid int value"),
     (["vmc", "H2", "--ansatz", "imaginary"], "ansatz"),
+    (["vmc", "H2", "--pretrain-lr", "nan"], "pretrain_lr must be a finite number"),
 ])
 def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys):
     with pytest.raises(SystemExit) as exc:
