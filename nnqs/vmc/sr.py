@@ -55,7 +55,6 @@ def per_sample_jacobian(wf: nn.Module, configs: torch.Tensor, chunk: int = 1024)
     return torch.complex(real, imag)
 
 
-
 @dataclass
 class SplitJacobian:
     """Per-sample log-derivatives of a wavefunction whose modulus and phase have disjoint
