@@ -34,7 +34,7 @@ FLAGS = {
     "teacher": (str, "sci (default: fit to a selected-CI vector first) or mp1 (perturbative signs only)"),
     "teacher_threshold": (float, "first-order amplitude that admits a configuration to the teacher (default 1e-4)"),
     "pretrain_steps": (int, "Adam steps fitting the teacher vector (default 1200; 0: off)"),
-    "pretrain_lr": (float, "Adam learning rate of the teacher fit (default 1e-3)"),
+    "pretrain_lr": (float, "Adam learning rate of the teacher fit (default 2e-3)"),
     "pretrain_dtype": (str, "precision of the teacher fit: float32 (default) or float64"),
     "unique_max": (int, "redraw with fewer samples above this many unique ones (default 2048)"),
     "d_model": (int, "Transformer width (default 32)"),

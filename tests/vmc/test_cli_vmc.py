@@ -44,7 +44,8 @@ def test_the_ansatz_flag_builds_that_wavefunction_and_resumes_it(ansatz, tmp_pat
     assert load_checkpoint(out / "checkpoint.pt", "vmc")["model_config"]["real"] == (ansatz == "real")
     assert main(args[:3] + ["6"] + args[4:] + ["--resume"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["energy"] >= pyscf_references("H2")["exact (fci)"] - 1e-9
+    # a sampled estimate (10^5 samples) is variational up to its statistical error
+    assert result["energy"] >= pyscf_references("H2")["exact (fci)"] - 1e-9 - 5 * result["energy_stderr"]
     assert load_checkpoint(out / "checkpoint.pt", "vmc")["model_config"]["real"] == (ansatz == "real")
 
 
