@@ -59,7 +59,8 @@ def fit_to_vector(
     on_step: Callable[[int, float], None] | None = None, comm=None, dtype: torch.dtype | None = None,
 ) -> float:
     """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
-    on ``configs`` ``(M, n)``, by Adam at learning rate ``lr`` (``VMCConfig.pretrain_lr`` in a run); return the final loss.
+    on ``configs`` ``(M, n)``, by Adam at learning rate ``lr`` (``VMCConfig.pretrain_lr`` in a run);
+    return the final loss.
 
     loss = - sum_x c_x^2 log P(x)  +  sum_x (|c_x| / sum |c|) (1 - cos(phi(x) - phi(x_0) - theta_x)),
     theta_x = 0 or pi by the sign of c_x relative to c_{x_0} (the first configuration). The first
