@@ -14,7 +14,7 @@ from typing import Literal
 import torch
 
 from nnqs.vmc.local_energy import CONNECTED_DTYPE
-from nnqs.vmc.sr import SR_MOMENTUM, SR_SHIFT
+from nnqs.vmc.sr import SR_MOMENTUM, SR_ROWS, SR_SHIFT
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
 
@@ -55,6 +55,7 @@ class VMCConfig:
     sr_shift: float = SR_SHIFT  # diagonal shift of the SR matrix, relative to its mean diagonal
     sr_momentum: float = SR_MOMENTUM  # SPRING: the SR direction regularised towards this times the previous one
     sr_momentum_schedule: Literal["ramp", "constant"] = "ramp"  # ramp: 0 at the peak lr, sr_momentum at the end
+    sr_rows: int = SR_ROWS  # rows of the SR step: the whole set up to this many (exact minSR), a subsample above
     warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
@@ -95,7 +96,7 @@ def check_run_limits(cfg: VMCConfig) -> None:
                             ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
                             ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53),
                             ("checkpoint_seconds", 0, 10**9), ("teacher_max", 1, 2**24), ("pretrain_steps", 0, 10**6),
-                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_samples", 1, 2**24)):
+                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_samples", 1, 2**24), ("sr_rows", 1, 2**24)):
         if not low <= getattr(cfg, name) <= high:
             raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
     for name in ("teacher_threshold", "core_threshold"):

@@ -23,7 +23,7 @@ from nnqs.nn.schedule import warmup_cosine
 from nnqs.vmc.config import VMCConfig, check_run_limits, toy_config  # noqa: F401 (re-exported)
 from nnqs.vmc.selection import select_core, set_weights, unique_union
 from nnqs.vmc.sampler import UniqueLimit
-from nnqs.vmc.sr import per_sample_jacobian, split_jacobian, sr_direction
+from nnqs.vmc.sr import per_sample_jacobian, split_jacobian, sr_direction, subsample_rows
 
 
 @dataclass
@@ -227,7 +227,8 @@ def vmc_step(
         previous, momentum = None, cfg.sr_momentum * momentum_factor(step, cfg)
         if momentum and all("sr_previous" in opt.state[p] for p in wf.parameters()):
             previous = torch.cat([opt.state[p]["sr_previous"].reshape(-1).double() for p in wf.parameters()])
-        set_sr_gradient(wf, comm.share(configs), est, cfg.sr_shift, comm, previous, momentum)
+        rows, local, weights = sr_rows(configs, est, cfg, step, comm)
+        set_sr_gradient(wf, rows, local, weights, est.energy, cfg.sr_shift, comm, previous, momentum)
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())
@@ -251,15 +252,33 @@ def vmc_step(
     )
 
 
+def sr_rows(
+    configs: torch.Tensor, est: EnergyEstimate, cfg: VMCConfig, step: int, comm: SingleProcess = ONE_PROCESS,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The rows the natural-gradient step is formed on, as this rank's share: configurations
+    ``(K_r, n)``, local energies ``(K_r,)`` and weights ``(K_r,)`` (summing to 1 over the ranks).
+    Up to ``cfg.sr_rows`` configurations, the whole set ``configs`` ``(U, n)`` (exact minSR);
+    above, a subsample of expected size ``cfg.sr_rows`` (:func:`nnqs.vmc.sr.subsample_rows`), drawn
+    from a generator seeded by the run's seed and the step (the same on every rank, and on resume)."""
+    if len(configs) <= cfg.sr_rows:
+        return comm.share(configs), est.local_energies, est.weights
+    generator = torch.Generator(device=configs.device).manual_seed(cfg.seed * 1_000_003 + step)
+    sample = subsample_rows(comm.unshare(est.weights), cfg.sr_rows, generator)
+    local = comm.unshare(est.local_energies)[sample.index]
+    return comm.share(configs[sample.index]), comm.share(local), comm.share(sample.weights)
+
+
 def set_sr_gradient(
-    wf, configs: torch.Tensor, est: EnergyEstimate, shift: float, comm: SingleProcess = ONE_PROCESS,
-    previous: torch.Tensor | None = None, momentum: float = 0.0,
+    wf, configs: torch.Tensor, local_energies: torch.Tensor, weights: torch.Tensor, energy: float, shift: float,
+    comm: SingleProcess = ONE_PROCESS, previous: torch.Tensor | None = None, momentum: float = 0.0,
 ) -> None:
-    """Write the natural-gradient direction into the parameters' ``.grad`` (``configs``: this rank's share)."""
+    """Write the natural-gradient direction into the parameters' ``.grad``; ``configs`` ``(K, n)``,
+    ``local_energies`` ``(K,)`` and ``weights`` ``(K,)``: this rank's share of the rows (:func:`sr_rows`),
+    ``energy``: the working set's (Hartree)."""
     jacobian = split_jacobian(wf, configs)  # two real blocks when modulus and phase share no parameter
     if jacobian is None:
         jacobian = per_sample_jacobian(wf, configs)
-    direction = sr_direction(jacobian, est.local_energies, est.weights, est.energy, shift, comm,
+    direction = sr_direction(jacobian, local_energies, weights, energy, shift, comm,
                              previous=previous, momentum=momentum)
     offset = 0
     for p in wf.parameters():

@@ -59,7 +59,7 @@ def one_step_numbers(comm) -> dict:
         comm.sum_gradients(wf.parameters())
         out[name] = [est.energy, est.variance, est.stderr, est.n_unique]
         out[name + "/grad"] = flat_grad(wf)
-        set_sr_gradient(wf, comm.share(c), est, 1e-4, comm)
+        set_sr_gradient(wf, comm.share(c), est.local_energies, est.weights, est.energy, 1e-4, comm)
         out[name + "/sr"] = flat_grad(wf)
         jacobian = per_sample_jacobian(wf, comm.share(c))  # the single 2U x 2U solve across ranks too
         out[name + "/sr-full"] = sr_direction(jacobian, est.local_energies, est.weights, est.energy, 1e-4, comm,
@@ -142,7 +142,7 @@ def real_numbers(comm) -> dict:
     configs, counts = wf.sample(10**6, generator=torch.Generator().manual_seed(1))
     est, _ = energy_and_loss(wf, compact, configs, counts, "exact", comm=comm, connected_dtype="float64",
                              ratios=sampling_ratio(wf, configs))
-    set_sr_gradient(wf, comm.share(configs), est, 1e-4, comm)
+    set_sr_gradient(wf, comm.share(configs), est.local_energies, est.weights, est.energy, 1e-4, comm)
     out = {"n_unique": len(counts), "estimate": [est.energy, est.variance, est.stderr], "sr": flat_grad(wf)}
     cfg = VMCConfig(steps=3, samples=10**5, lr=0.01, warmup=1, unique_max=64, connected_dtype="float64",
                     selection="samples", ansatz="real")
