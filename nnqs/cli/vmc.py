@@ -35,6 +35,7 @@ FLAGS = {
     "core_max": (int, "most configurations in the core (default 4096)"),
     "teacher": (str, "sci (default: fit to a selected-CI vector first) or mp1 (perturbative signs only)"),
     "teacher_threshold": (float, "first-order amplitude that admits a configuration to the teacher (default 1e-4)"),
+    "teacher_max": (int, "most configurations in the selected-CI teacher (default 4096)"),
     "pretrain_steps": (int, "Adam steps fitting the teacher vector (default 1200; 0: off)"),
     "pretrain_lr": (float, "Adam learning rate of the teacher fit (default 2e-3)"),
     "pretrain_dtype": (str, "precision of the teacher fit: float32 (default) or float64"),

@@ -204,7 +204,7 @@ def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=N
               f"(E = {sci.energy:.8f} Ha, {sci.rounds} rounds)", file=sys.stderr, flush=True)
     fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), cfg.pretrain_steps, cfg.pretrain_lr,
                   None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"), comm,
-                  getattr(torch, cfg.pretrain_dtype))
+                  getattr(torch, cfg.pretrain_dtype), seed=cfg.seed)
     return {"configs": sci.configs, "e_teacher_sci": sci.energy, "n_teacher": len(sci.configs),
             "pretrain_s": time.perf_counter() - t0}
 

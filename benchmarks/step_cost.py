@@ -1,0 +1,103 @@
+"""Cost of one VMC step against the working set's size U (JSON lines).
+
+    python -m benchmarks.step_cost [--chain 12] [--spacing 1.5] [--sizes 4096 8192 16384 32768 65536]
+                                   [--exact 4096 8192] [--threads 1] [--out FILE]
+    python -m benchmarks.step_cost --quick      # toy size, seconds (run by the test suite)
+
+The working set is the first U configurations of a selected-CI vector grown on a hydrogen chain
+(STO-3G, ``--chain`` atoms ``--spacing`` Angstrom apart: strongly correlated, so the set spreads),
+with the default model (d_model 32, 2 layers). One record per U: median seconds of a step with the
+default optimiser (minSR on the whole set up to ``VMCConfig.sr_rows`` rows, on a subsample above),
+split into its parts, seconds per configuration, and the process's peak resident memory so far;
+for the sizes of ``--exact`` also the exact minSR step (every row, ``sr_rows = U``) timed in the
+same run. The last record fits the exponent p of ``t_step ~ U^p`` over the default steps.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import resource
+import statistics
+
+import torch
+
+from benchmarks.common import benchmark_parser, emit, software
+from hamiltonians import MoleculeSpec, build_hamiltonian
+from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.driver import new_state
+from nnqs.vmc.run import make_wavefunction
+from nnqs.vmc.sci import selected_ci
+from nnqs.vmc.step import VMCConfig, vmc_step
+
+QUICK = {"chain": 6, "spacing": 1.5, "sizes": (16, 32, 64), "exact": (32,), "sr_rows": 16, "repeats": 2}
+
+
+def chain_spec(atoms: int, spacing: float) -> MoleculeSpec:
+    """A linear hydrogen chain of ``atoms`` atoms, ``spacing`` Angstrom apart, STO-3G."""
+    return MoleculeSpec(name=f"H{atoms}@{spacing}", atom="; ".join(f"H 0 0 {i * spacing}" for i in range(atoms)))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def time_steps(wf, ham, cfg: VMCConfig, core: torch.Tensor, repeats: int) -> dict:
+    """Median parts of ``repeats`` steps (after one warm-up step) on the working set ``core``;
+    the model is reset after each step so that every step sees the same state."""
+    initial = {k: v.clone() for k, v in wf.state_dict().items()}
+    parts = []
+    for i in range(repeats + 1):
+        state = new_state(wf, cfg)
+        r = vmc_step(wf, ham, state.opt, state.sched, cfg, 1, 1, state.generator, core=core)
+        wf.load_state_dict(initial)
+        if i:
+            parts.append((r.t_sample, r.t_local, r.t_grad, r.n_unique))
+    t = [statistics.median(p[k] for p in parts) for k in range(3)]
+    return {"t_sample": t[0], "t_local": t[1], "t_grad": t[2], "t_step": sum(t), "unique": parts[0][3]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = benchmark_parser("step_cost", __doc__, "a 6-atom chain and sets of 16 to 64 (seconds)")
+    parser.add_argument("--chain", type=int, default=12)
+    parser.add_argument("--spacing", type=float, default=1.5)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192, 16384, 32768, 65536])
+    parser.add_argument("--exact", type=int, nargs="*", default=[4096, 8192])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.chain, args.spacing, args.sizes, args.exact, args.repeats = (QUICK[k] for k in
+                                                                          ("chain", "spacing", "sizes", "exact", "repeats"))
+    torch.set_num_threads(args.threads)
+    cfg = VMCConfig(core_every=10**9, core_samples=1, threads=args.threads)  # no re-selection inside the timing
+    if args.quick:
+        cfg = dataclasses.replace(cfg, sr_rows=QUICK["sr_rows"])
+    mol = build_hamiltonian(chain_spec(args.chain, args.spacing))
+    wf = make_wavefunction(mol, cfg)
+    ham = CompactHamiltonian.from_molecular(mol, wf.device)
+    sci = selected_ci(ham, wf.hf_config().unsqueeze(0), 1e-6, max(args.sizes))
+    records = []
+    for u in args.sizes:
+        if u > len(sci.configs):
+            break
+        core = sci.configs[:u]
+        record = {"benchmark": "step_cost", "system": mol.description, "working_set": u, "sr_rows": cfg.sr_rows,
+                  **time_steps(wf, ham, cfg, core, args.repeats)}
+        record["seconds_per_configuration"] = record["t_step"] / record["unique"]
+        if u in args.exact:
+            exact = time_steps(wf, ham, dataclasses.replace(cfg, sr_rows=u), core, 1)
+            record.update({f"exact_{k}": v for k, v in exact.items() if k != "unique"})
+        record.update({"peak_rss_mb": peak_rss_mb(), "threads": args.threads, **software()})
+        emit(record, args.out)
+        records.append(record)
+    if len(records) >= 2:
+        x = torch.tensor([math.log(r["unique"]) for r in records], dtype=torch.float64)
+        y = torch.tensor([math.log(r["t_step"]) for r in records], dtype=torch.float64)
+        slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+        emit({"benchmark": "step_cost_fit", "system": mol.description, "exponent": slope,
+              "sizes": [r["unique"] for r in records]}, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
