@@ -48,6 +48,10 @@ class RunFolder:
     def release(self) -> None:
         """Give up the lock (the lock file stays; it holds nothing of the run)."""
         if self._lock_fd is not None:
+            try:
+                os.ftruncate(self._lock_fd, 0)  # a released lock names no process
+            except OSError:
+                pass
             os.close(self._lock_fd)  # closing the descriptor releases the flock
             self._lock_fd = None
 
@@ -79,8 +83,6 @@ def _lock(path: Path, fd: int) -> None:
         os.close(fd)
         raise UserError(f"run folder {path} is in use by another running process (pid {holder}); "
                         "wait for it to end, or choose another --out") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
 
 
 def claim(path: str | Path, mode: Mode) -> RunFolder:
@@ -91,14 +93,18 @@ def claim(path: str | Path, mode: Mode) -> RunFolder:
     folder = RunFolder(path, fd)
     present = folder.run_files()
     if mode == "new" and present:
-        folder.release()
+        os.close(fd)  # refused: the lock file is left as it was
+        folder._lock_fd = None
         raise UserError(f"run folder {path} already holds a run ({', '.join(present)}); continue it with "
                         "--resume, choose another --out, or replace it with --overwrite")
     if mode == "resume" and not present:
-        folder.release()
+        os.close(fd)
+        folder._lock_fd = None
         raise UserError(f"no run to resume in {path} (no checkpoint.pt, no config.toml); "
                         "start it without --resume")
     if mode == "overwrite":
         for name in OUTPUT_FILES:
             (path / name).unlink(missing_ok=True)
+    os.ftruncate(fd, 0)  # the lock file names the process that holds the run, and only once it is claimed
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     return folder

@@ -106,6 +106,9 @@ def check_run_limits(cfg: VMCConfig) -> None:
         raise ValueError(f"sr_momentum must be in [0, 1), got {cfg.sr_momentum}")
     if not 0.0 < cfg.hf_prob < 1.0:
         raise ValueError(f"hf_prob must be in (0, 1), got {cfg.hf_prob}")
+    if cfg.selection == "core" and cfg.estimator != "exact":  # the core's steps use the set's Rayleigh quotient
+        raise ValueError(f"estimator {cfg.estimator!r} applies to selection 'samples' only; the default selection "
+                         "'core' works on the set's Rayleigh quotient (add --selection samples, or drop --estimator)")
     if cfg.grad_clip == 0:
         raise ValueError(f"grad_clip must be > 0, got {cfg.grad_clip}")
     if cfg.d_model % cfg.n_heads:

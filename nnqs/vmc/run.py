@@ -197,7 +197,12 @@ def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=N
             pretrain_phase(wf, ham, cfg.phase_pretrain)
         return {}
     t0 = time.perf_counter()
-    sci = selected_ci(ham, wf.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
+    def on_round(rounds: int, size: int, energy: float) -> None:
+        print(f"teacher: round {rounds}, {size} configurations, E = {energy:.8f} Ha, "
+              f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+
+    sci = selected_ci(ham, wf.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max,
+                      on_round=on_round if progress else None)
     bar = Progress(cfg.pretrain_steps) if progress and cfg.pretrain_steps else None
     if bar is not None:
         print(f"pretraining on a selected-CI vector of {len(sci.configs)} configurations "

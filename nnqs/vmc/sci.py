@@ -14,6 +14,7 @@ carries the quadruple excitations, with their signs, that sampling never finds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -37,14 +38,15 @@ class SelectedCI:
 
 def selected_ci(
     ham: CompactHamiltonian, seed: torch.Tensor, threshold: float = 1e-4, max_size: int = 4096, max_rounds: int = 40,
-    roots: int = 3,
+    roots: int = 3, on_round: Callable[[int, int, float], None] | None = None,
 ) -> SelectedCI:
     """Grow a set from ``seed`` ``(S, n)`` configurations (see module docstring) -> :class:`SelectedCI`.
 
     The set grows by the first-order amplitudes of its ``roots`` lowest eigenvectors, not the
     lowest alone: at stretched bonds the lowest state of a small set can be of another spin
     than the ground state (N2 at 2.2 Angstrom: a quintet 12.9 mHa above the singlet), and a
-    set grown only around it never describes the true ground state.
+    set grown only around it never describes the true ground state. ``on_round(round, size,
+    energy)`` is called after each round (progress).
     """
     configs = seed
     energies, vectors = lowest_eigenpairs(ham, configs, roots)
@@ -58,6 +60,8 @@ def selected_ci(
         room = min(max_size - len(configs), max(len(configs), MIN_GROWTH))
         configs = torch.cat([configs, chosen[:room]])
         energies, vectors = lowest_eigenpairs(ham, configs, roots)
+        if on_round is not None:
+            on_round(rounds, len(configs), float(energies[0]))
     vec = vectors[:, 0]
     sign = 1.0 if vec[0] >= 0 else -1.0
     coefficients = torch.as_tensor(sign * vec, dtype=torch.float64, device=configs.device)

@@ -164,3 +164,24 @@ def test_resuming_a_run_of_the_other_kind_is_refused(tmp_path, capsys):
     assert main([*VMC, "--steps", "2", "--out", str(out)]) == 0
     err = one_line(capsys, 2, [*LM, "--out", str(out), "--resume"])
     assert err.startswith(f"nnqs: error: the run in {out} is not of kind 'lm'")
+
+
+def test_the_lock_file_names_only_the_process_that_holds_the_run(tmp_path):
+    import os
+
+    from nnqs.common.errors import UserError
+    from nnqs.common.runfolder import LOCK_NAME, claim
+
+    lock = tmp_path / LOCK_NAME
+    folder = claim(tmp_path, "new")
+    assert lock.read_text() == f"{os.getpid()}\n"
+    (tmp_path / "config.toml").write_text("steps = 1\n")  # the run's first file
+    folder.release()
+    assert lock.read_text() == ""  # released: it names nobody
+    lock.write_text("12345\n")  # as a run killed by -9 would leave it
+    with pytest.raises(UserError, match="already holds a run"):
+        claim(tmp_path, "new")  # refused on a finished folder: the file is left as it was
+    assert lock.read_text() == "12345\n"
+    with pytest.raises(UserError, match="no run to resume"):
+        claim(tmp_path / "empty", "resume")
+    assert (tmp_path / "empty" / LOCK_NAME).read_text() == ""

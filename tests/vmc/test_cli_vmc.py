@@ -67,6 +67,9 @@ def vm_hwm_mb() -> float | None:
     (["vmc", "H2", "--steps", "many"], "invalid int value"),
     (["vmc", "H2", "--ansatz", "imaginary"], "ansatz"),
     (["vmc", "H2", "--pretrain-lr", "nan"], "pretrain_lr must be a finite number"),
+    (["vmc", "H2", "--estimator", "heat-bath"], "applies to selection 'samples' only"),
+    (["vmc", "H2", "--estimator", "sample-space"], "applies to selection 'samples' only"),
+    (["vmc", "H2", "--sr-rows", "0"], "sr_rows must be in"),
 ])
 def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys):
     with pytest.raises(SystemExit) as exc:
