@@ -69,13 +69,16 @@ def references_for(spec: MoleculeSpec, exact: bool = True) -> dict:
 
 
 def make_wavefunction(ham: MolecularHamiltonian, cfg: VMCConfig) -> TransformerWavefunction:
+    """The network of ``cfg`` for ``ham``, initialised from ``cfg.seed`` (torch's global generator is
+    forked for the initialisation and left as it was)."""
     dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
-    torch.manual_seed(cfg.seed)
-    return TransformerWavefunction(
-        ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model, n_layers=cfg.n_layers,
-        n_heads=cfg.n_heads, phase_hidden=cfg.phase_hidden, real=cfg.ansatz == "real", dtype=dtype, device=cfg.device,
-        hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, cfg.hf_prob),
-    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        return TransformerWavefunction(
+            ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=cfg.d_model, n_layers=cfg.n_layers,
+            n_heads=cfg.n_heads, phase_hidden=cfg.phase_hidden, real=cfg.ansatz == "real", dtype=dtype,
+            device=cfg.device, hf_bias=hf_bias_for(ham.n_orbitals, ham.n_alpha, ham.n_beta, cfg.hf_prob),
+        )
 
 
 def open_folder(out_dir: str | Path, cfg: VMCConfig, resume: bool, overwrite: bool,

@@ -239,3 +239,20 @@ def test_forward_parts_equal_the_checked_methods():
         assert torch.equal(wf(configs), wf.log_psi(configs))
         assert torch.equal(wf(configs, part="log_prob"), wf.log_prob(configs))
         assert torch.equal(wf(configs, part="phase"), wf.phase(configs))
+
+
+def test_make_wavefunction_is_seeded_without_touching_the_global_generator():
+    from hamiltonians import build_hamiltonian, get_spec
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.run import make_wavefunction
+
+    ham = build_hamiltonian(get_spec("H2"))
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    first = make_wavefunction(ham, VMCConfig(seed=1))
+    assert torch.equal(torch.rand(3), expected)  # the global stream goes on as if nothing had been drawn
+    second = make_wavefunction(ham, VMCConfig(seed=1))
+    assert all(torch.equal(a, b) for a, b in zip(first.parameters(), second.parameters()))
+    other = make_wavefunction(ham, VMCConfig(seed=2))
+    assert not all(torch.equal(a, b) for a, b in zip(first.parameters(), other.parameters()))
