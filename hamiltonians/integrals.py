@@ -86,8 +86,10 @@ def run_scf(spec: MoleculeSpec, mol=None):
     return mf
 
 
-def active_space_integrals(mf, n_core: int, n_act: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """(h1e (a, a), eri (a,)*4 chemists', e_core Hartree) of SCF orbitals n_core..n_core+a-1 of ``mf``.
+def active_space_integrals(mf, n_core: int, n_act: int, mo_coeff: np.ndarray | None = None,
+                           ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(h1e (a, a), eri (a,)*4 chemists', e_core Hartree) of orbitals n_core..n_core+a-1 of
+    ``mo_coeff`` (default: the SCF orbitals of ``mf``).
 
     The lower ``n_core`` orbitals are frozen, doubly occupied: PySCF's CASCI folds their energy,
     the nuclear repulsion and their mean field into e_core and h1e (``get_h1eff``, ``get_h2eff``).
@@ -96,8 +98,9 @@ def active_space_integrals(mf, n_core: int, n_act: int) -> tuple[np.ndarray, np.
 
     cas = mcscf.CASCI(mf, n_act, mf.mol.nelectron - 2 * n_core)
     cas.verbose = 0
-    h1e, e_core = cas.get_h1eff()
-    eri = ao2mo.restore(1, cas.get_h2eff(), n_act)
+    mo = mf.mo_coeff if mo_coeff is None else mo_coeff
+    h1e, e_core = cas.get_h1eff(mo)
+    eri = ao2mo.restore(1, cas.get_h2eff(mo), n_act)
     return (np.ascontiguousarray(h1e, dtype=np.float64), np.ascontiguousarray(eri, dtype=np.float64),
             float(e_core))
 
@@ -109,10 +112,36 @@ def hamiltonian_from_scf(spec: MoleculeSpec, mf) -> MolecularHamiltonian:
     n_alpha, n_beta = (int(x) - n_core for x in mol.nelec)
     if n_alpha > n_act:
         raise InputError(f"{n_alpha} alpha electrons do not fit in {n_act} orbitals of {spec.describe()}")
-    h1e, eri, e_core = active_space_integrals(mf, n_core, n_act)
+    mo = localized_orbitals(mf, n_core, n_alpha, n_beta, n_act) if spec.orbitals == "localized" else None
+    h1e, eri, e_core = active_space_integrals(mf, n_core, n_act, mo)
     return MolecularHamiltonian(h1e=h1e, eri=eri, e_core=e_core, n_orbitals=n_act, n_alpha=n_alpha,
                                 n_beta=n_beta, description=spec.describe(), e_hf=float(mf.e_tot),
                                 reference="RHF" if spec.spin == 0 else "ROHF")
+
+
+def localized_orbitals(mf, n_core: int, n_alpha: int, n_beta: int, n_act: int) -> np.ndarray:
+    """The SCF orbitals of ``mf`` with the active ones Boys-localized within three blocks that the
+    Hartree-Fock determinant does not mix: doubly occupied (``n_beta``), singly occupied
+    (``n_alpha - n_beta``) and virtual; each block ordered by its orbitals' centroids along the
+    molecule's longest axis. The determinant filling the lowest orbitals is still the SCF one (the
+    same state, the same energy), and the space of every block is unchanged, so FCI is too."""
+    from pyscf import lo
+
+    mol, mo = mf.mol, np.array(mf.mo_coeff, dtype=np.float64)
+    coords = mol.atom_coords()
+    axis = np.linalg.svd(coords - coords.mean(0))[2][0] if len(coords) > 1 else np.array([0.0, 0.0, 1.0])
+    dipole = np.einsum("x,xij->ij", axis, mol.intor("int1e_r"))  # position along the axis (Bohr)
+    start = n_core
+    for size in (n_beta, n_alpha - n_beta, n_act - n_alpha):
+        block = slice(start, start + size)
+        if size > 1:
+            local = lo.Boys(mol, mo[:, block])
+            local.verbose = 0
+            orbitals = local.kernel()
+            centroid = np.einsum("pi,pq,qi->i", orbitals, dipole, orbitals)
+            mo[:, block] = orbitals[:, np.argsort(centroid, kind="stable")]
+        start += size
+    return mo
 
 
 def _to_cache(ham: MolecularHamiltonian) -> tuple[dict, dict]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from hamiltonians.errors import InputError
 
 # Cache keys change when this does; bump it when the integrals' recipe changes.
+ORBITALS = ("canonical", "localized")
 SPEC_VERSION = 2  # 2: active-space integrals from PySCF's CASCI.get_h1eff/get_h2eff
 
 
@@ -146,10 +147,15 @@ class MoleculeSpec:
     spin: int = 0
     active: tuple[int, int] | None = None
     fcidump: str | None = None
+    orbitals: str = "canonical"  # or "localized": Boys-localized within the occupied and the virtual blocks
 
     def __post_init__(self) -> None:
         if (self.atom is None) == (self.fcidump is None):
             raise InputError("a molecule needs exactly one of a geometry or an FCIDUMP file")
+        if self.orbitals not in ORBITALS:
+            raise InputError(f"orbitals must be one of {', '.join(ORBITALS)}, got {self.orbitals!r}")
+        if self.fcidump is not None and self.orbitals != "canonical":
+            raise InputError("localized orbitals need a geometry; an FCIDUMP's orbitals are used as given")
         if self.active is not None:
             object.__setattr__(self, "active", tuple(int(x) for x in self.active))
             check_active_counts(self.active)
@@ -167,6 +173,7 @@ class MoleculeSpec:
     def describe(self) -> str:
         """One line naming the system, e.g. ``H2O (sto-3g, charge 0, 2S=0)``."""
         act = f", active ({self.active[0]}o, {self.active[1]}e)" if self.active else ""
+        act += ", localized orbitals" if self.orbitals == "localized" else ""
         if self.fcidump is not None:
             return f"{self.name or Path(self.fcidump).name} (FCIDUMP {self.fcidump}{act})"
         name = self.name or formula(self.atom)
@@ -175,6 +182,8 @@ class MoleculeSpec:
     def key(self) -> str:
         """Stable hash of everything that determines the Hamiltonian (not the name)."""
         payload: dict = {"version": SPEC_VERSION, "active": self.active}
+        if self.orbitals != "canonical":  # canonical specs keep the keys they always had
+            payload["orbitals"] = self.orbitals
         if self.fcidump is not None:
             payload["fcidump_sha256"] = hashlib.sha256(Path(self.fcidump).read_bytes()).hexdigest()
         else:

@@ -17,6 +17,8 @@ from nnqs.vmc.local_energy import CONNECTED_DTYPE
 from nnqs.vmc.sr import SR_MOMENTUM, SR_ROWS, SR_SHIFT
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
+SET_MAX = 65536  # default most configurations in the selected-CI teacher and in the core
+
 
 @dataclass(frozen=True)
 class VMCConfig:
@@ -32,11 +34,15 @@ class VMCConfig:
     # real: psi = sqrt(P) cos(phi), the sign from the phase head (11 of the 12 STO-3G rows lower than
     # with complex: sqrt(P) exp(i phi); benchmarks/RESULTS.md, "A real ansatz")
     ansatz: Literal["complex", "real"] = "real"
+    # auto: localized orbitals where a small selected-CI set is lower in them (nnqs.vmc.orbitals)
+    orbitals: Literal["auto", "canonical", "localized"] = "auto"
     hf_prob: float = HF_TARGET_PROB  # P(Hartree-Fock determinant) at initialisation
     phase_pretrain: int = 300  # teacher "mp1": steps fitting the phase head to perturbative signs (0: off)
     teacher: Literal["sci", "mp1"] = "sci"  # sci: supervised fit of modulus and sign to a selected-CI vector
     teacher_threshold: float = 1e-4  # first-order amplitude that admits a configuration into the teacher's set
-    teacher_max: int = 4096  # most configurations in the teacher's set
+    # Most configurations in the teacher's set and in the core. The threshold is what stops them; the caps bound
+    # memory and time (H on a core of 65,536 stays under 1 GB, and a step's cost grows linearly above sr_rows).
+    teacher_max: int = SET_MAX
     pretrain_steps: int = 1200  # Adam steps of the supervised fit (teacher "sci"), in pretrain_dtype
     pretrain_lr: float = 2e-3  # 10 of the 12 STO-3G rows lower than at 1e-3 (benchmarks/RESULTS.md)
     pretrain_dtype: Literal["float32", "float64"] = "float32"  # precision of the teacher fit (float64 VMC after it)
@@ -44,7 +50,7 @@ class VMCConfig:
     core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core
     core_rule: Literal["first-order", "amplitude"] = "first-order"  # how a connected configuration enters the
     # core: on max(network amplitude, first-order amplitude) (CIPSI-like), or the network amplitude alone
-    core_max: int = 4096  # most configurations in the core
+    core_max: int = SET_MAX
     core_every: int = 5  # steps between re-selections of the core
     core_samples: int = 512  # most unique fresh samples joined to the core each step
     dtype: Literal["float32", "float64"] = "float64"

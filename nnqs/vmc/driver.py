@@ -7,6 +7,7 @@ continues the same trajectory. The history row of a step is :func:`history_row`.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -18,6 +19,7 @@ from nnqs.common.distributed import Communicator, SingleProcess
 from nnqs.common.guard import DivergenceGuard
 from nnqs.common.interrupt import StopSignal
 from nnqs.common.loop import LoopState, run_loop, state_payload
+from nnqs.vmc.selection import CoreHamiltonian
 from nnqs.vmc.step import StepResult, VMCConfig, adapt_samples, make_optimizer, vmc_step
 
 KIND = "vmc"
@@ -37,6 +39,7 @@ class RunState(LoopState):
 
     n_samples: int
     core: torch.Tensor | None = None  # selection "core": the core configurations (M, n)
+    core_ham: CoreHamiltonian | None = None  # H on the core, rebuilt when the core changes (not checkpointed)
     comm: Communicator = field(default_factory=SingleProcess)  # the ranks sharing the run (not checkpointed)
 
     @property
@@ -70,8 +73,13 @@ def history_row(result: StepResult, e_exact: float | None) -> dict:
 
 def one_vmc_step(state: RunState, ham, cfg: VMCConfig) -> StepResult:
     """One step of ``state`` (sample, estimate, update), then adapt the requested sample count."""
+    t_build = time.perf_counter()
+    if state.core is not None and state.comm.world_size == 1 and (state.core_ham is None or state.core_ham.core is not state.core):
+        state.core_ham = CoreHamiltonian(ham, state.core)
+    t_build = time.perf_counter() - t_build
     result = vmc_step(state.wf, ham, state.opt, state.sched, cfg, state.step, state.n_samples, state.generator,
-                      state.comm, state.core)
+                      state.comm, state.core, state.core_ham)
+    result.t_local += t_build  # building H on a new core is part of the local energies' cost
     if cfg.selection == "samples":
         state.n_samples = adapt_samples(result.n_samples, result.n_unique, cfg)
     else:  # the count that gave at most core_samples unique samples: no redraws next step

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hamiltonians import InputError, MolecularHamiltonian, MoleculeSpec, build_hamiltonian, exact_references
+from hamiltonians import InputError, MolecularHamiltonian, MoleculeSpec, exact_references
 from nnqs.common.atomic import atomic_write_text
 from nnqs.common.checkpoint import load_checkpoint
 from nnqs.common.config import apply_threads, config_to_toml
@@ -35,6 +35,7 @@ from nnqs.common.progress import Progress
 from nnqs.common.resume import resume_checkpoint, resume_config
 from nnqs.common.runfolder import RunFolder, claim
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.orbitals import hamiltonian_for
 from nnqs.vmc.driver import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, run_vmc, save_state
 from nnqs.vmc.plots import plot_energy
 from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
@@ -134,7 +135,7 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     start = time.perf_counter()
     if comm.is_root and not resume:
         atomic_write_text(folder.config, config_to_toml(cfg))
-    ham = build_hamiltonian(spec)
+    ham, orbitals = hamiltonian_for(spec, cfg.orbitals, cfg.teacher_threshold, progress and comm.is_root)
     refs = references_for(spec, exact and comm.is_root)
     wf = make_wavefunction(ham, cfg)
     if init_model is not None:
@@ -171,6 +172,7 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm,
                          connected_dtype=cfg.connected_dtype)
     result = _result(ham, refs, final, cfg, wf, time.perf_counter() - start)
+    result.update(orbitals)
     result.update(teacher)
     if state.core is not None and comm.is_root:
         result.update(core_energies(wf, compact, state.core, cfg.max_batch))

@@ -4,7 +4,7 @@ Start from the Hartree-Fock determinant; each round diagonalise H on the set, th
 outside configurations a whose first-order amplitude |<a|H|c>| / |E - H[a, a]| is at least
 ``threshold``, largest first: at most as many as the set already holds (at least
 ``MIN_GROWTH``), so the set at most doubles per round, up to ``max_size``. Stops when nothing is
-added. Doubling rather than filling the cap in one round matters where the Hartree-Fock
+added, or when a round adds less than 1% of the set. Doubling rather than filling the cap in one round matters where the Hartree-Fock
 vector is a poor guide: on N2/6-31G at 2.2 Angstrom a set of 4,096 is 19.9 mHa above DMRG
 grown by doubling and 49.2 mHa filled from the third round's vector (benchmarks/RESULTS.md).
 The vector is a variational state in its own right (its energy is an upper bound), but what it is for here
@@ -24,6 +24,9 @@ from nnqs.vmc.keys import unpack
 from nnqs.vmc.selection import external_space, lowest_eigenpairs
 
 MIN_GROWTH = 16  # configurations a round may add however small the set
+# A round that adds fewer than this fraction of the set ends the growth: on H10 at 1.5 Angstrom the rounds
+# after 34,515 configurations added 58 and 3 at about 35 s each, and moved the energy by 0.3 microhartree.
+STALL_FRACTION = 0.01
 
 
 @dataclass
@@ -58,10 +61,13 @@ def selected_ci(
         if len(chosen) == 0:
             break
         room = min(max_size - len(configs), max(len(configs), MIN_GROWTH))
+        added = min(room, len(chosen))
         configs = torch.cat([configs, chosen[:room]])
         energies, vectors = lowest_eigenpairs(ham, configs, roots)
         if on_round is not None:
             on_round(rounds, len(configs), float(energies[0]))
+        if added < STALL_FRACTION * len(configs):  # the set has stopped growing: another round buys nothing
+            break
     vec = vectors[:, 0]
     sign = 1.0 if vec[0] >= 0 else -1.0
     coefficients = torch.as_tensor(sign * vec, dtype=torch.float64, device=configs.device)

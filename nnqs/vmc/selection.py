@@ -197,3 +197,40 @@ def core_energies(wf, ham: CompactHamiltonian, core: torch.Tensor, max_batch: in
     e_core = float((set_weights(log_psi) * values.real).sum())
     return {"n_core": len(core), "e_core": e_core, "e_core_pt2": e_core + pt2_correction(ham, core, log_psi, e_core),
             "e_subspace": subspace_energy(ham, core)}
+
+
+class CoreHamiltonian:
+    """H restricted to a core ``(M, n)``, held as a CSR matrix and built once per core, and the
+    Rayleigh-quotient local energies of a working set S = core + fresh samples from it: only the
+    fresh rows' connections are enumerated each step (the set's local energy of
+    :func:`nnqs.vmc.local_energy.local_energy` with ``"sample-space"`` is its slow twin)."""
+
+    def __init__(self, ham: CompactHamiltonian, core: torch.Tensor) -> None:
+        self.core = core
+        self.keys = pack(core)
+        self.matrix = set_hamiltonian(ham, core)  # rows and columns in core order
+
+    def local_energies(self, ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor) -> torch.Tensor:
+        """``E_loc^S(x) = sum_{x' in S} H[x, x'] psi(x') / psi(x)`` ``(U,)`` complex128 for the working
+        set ``configs`` ``(U, n)`` (sorted unique keys, holding the core) with amplitudes ``log_psi`` ``(U,)``."""
+        log_psi = log_psi.detach().to(torch.complex128)
+        keys = pack(configs)
+        at = lookup(keys, self.keys)  # where each core row sits in the set
+        assert bool((at >= 0).all()), "the working set must hold the core"
+        psi = torch.exp(log_psi - log_psi.real.max())
+        h_psi = torch.zeros_like(psi)
+        h_psi[at] = torch.from_numpy(self.matrix @ psi[at].cpu().numpy()).to(psi.device)
+        fresh = torch.ones(len(configs), dtype=torch.bool, device=configs.device)
+        fresh[at] = False
+        rows = torch.nonzero(fresh).squeeze(1)
+        if len(rows):
+            conn = ham.connections(configs[rows])
+            owner, k = torch.nonzero(conn.elements, as_tuple=True)
+            slot = lookup(keys, conn.keys[owner, k])
+            inside = slot >= 0
+            owner, slot, h = owner[inside], slot[inside], conn.elements[owner, k][inside].to(torch.complex128)
+            h_psi[rows] += conn.diagonal.to(torch.complex128) * psi[rows]
+            h_psi.index_add_(0, rows[owner], h * psi[slot])  # the fresh rows: all of S
+            to_core = ~fresh[slot]  # and their columns of the core rows (H is symmetric)
+            h_psi.index_add_(0, slot[to_core], h[to_core] * psi[rows[owner[to_core]]])
+        return torch.where(psi.abs() > 0, h_psi / psi, ham.diagonal(configs).to(torch.complex128))

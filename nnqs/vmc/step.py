@@ -21,7 +21,7 @@ from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.nn.schedule import warmup_cosine
 from nnqs.vmc.config import VMCConfig, check_run_limits, toy_config  # noqa: F401 (re-exported)
-from nnqs.vmc.selection import select_core, set_weights, unique_union
+from nnqs.vmc.selection import CoreHamiltonian, select_core, set_weights, unique_union
 from nnqs.vmc.sampler import UniqueLimit
 from nnqs.vmc.sr import per_sample_jacobian, split_jacobian, sr_direction, subsample_rows
 
@@ -97,9 +97,10 @@ def estimate(
 def share_estimate(
     wf, ham, configs: torch.Tensor, counts: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
     known_log_psi: torch.Tensor | None = None, connected_dtype: str = CONNECTED_DTYPE,
-    ratios: torch.Tensor | None = None,
+    ratios: torch.Tensor | None = None, local: torch.Tensor | None = None,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics of the sample set and this rank's log psi (with its graph when grad is on).
+    ``local`` ``(U,)``: the local energies of all ``configs``, when already known (one process).
     ``known_log_psi`` ``(U,)``: log psi of all ``configs`` already computed, reused when grad is off;
     ``connected_dtype``: the precision of the network passes over the connected x'; ``ratios``
     ``(U,)``: |psi|^2 / P of sampled ``configs`` (:func:`estimate`)."""
@@ -107,8 +108,11 @@ def share_estimate(
         log_psi = comm.share(known_log_psi)
     else:
         log_psi = wf.log_psi(comm.share(configs))
-    values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm,
-                                                    connected_dtype)
+    if local is not None:
+        values, n_unique_connected = local, 0
+    else:
+        values, n_unique_connected = share_local_energy(wf, ham, configs, log_psi, estimator, max_batch, comm,
+                                                        connected_dtype)
     est = estimate(values, comm.share(counts), comm, None if ratios is None else comm.share(ratios))
     est.n_unique_connected = n_unique_connected
     return est, log_psi
@@ -118,7 +122,7 @@ def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
     estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
     known_log_psi: torch.Tensor | None = None, connected_dtype: str = CONNECTED_DTYPE,
-    ratios: torch.Tensor | None = None,
+    ratios: torch.Tensor | None = None, local: torch.Tensor | None = None,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
     """Energy statistics and the surrogate loss whose gradient is the VMC gradient.
 
@@ -127,7 +131,7 @@ def energy_and_loss(
     share (``est`` holds the share's local energies and weights) and the loss of its share.
     """
     est, log_psi = share_estimate(wf, ham, configs, counts, estimator, max_batch, comm, known_log_psi, connected_dtype,
-                                  ratios)
+                                  ratios, local)
     centred = (est.local_energies - est.energy).conj()
     loss = 2.0 * (est.weights * centred * log_psi.to(torch.complex128)).sum().real
     return est, loss
@@ -209,19 +213,24 @@ def working_set(
 
 def vmc_step(
     wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator, comm: SingleProcess = ONE_PROCESS,
-    core: torch.Tensor | None = None,
+    core: torch.Tensor | None = None, core_ham: CoreHamiltonian | None = None,
 ) -> StepResult:
     """Sample (joined to the ``core`` in core mode), estimate, back-propagate, clip, update; in core
-    mode re-select the core every ``cfg.core_every`` steps (``result.core``); return what was measured."""
+    mode re-select the core every ``cfg.core_every`` steps (``result.core``); return what was measured.
+    ``core_ham``: H on ``core`` (:class:`~nnqs.vmc.selection.CoreHamiltonian`; one process), from which
+    the set's local energies are taken instead of enumerating every row's connections."""
     t0 = time.perf_counter()
     configs, weights, log_psi, drawn = working_set(wf, cfg, n_samples, generator, core, comm)
     estimator = cfg.estimator if cfg.selection == "samples" else "sample-space"  # core: the set's Rayleigh quotient
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     ratios = sampling_ratio(wf, configs, cfg.max_batch) if log_psi is None else None  # core: weights are |psi|^2
+    local = None
+    if log_psi is not None and core_ham is not None and comm.world_size == 1:
+        local = core_ham.local_energies(ham, configs, log_psi)
     with torch.set_grad_enabled(cfg.optimizer != "sr"):  # SR takes its own per-sample gradients
         est, loss = energy_and_loss(wf, ham, configs, weights, estimator, cfg.max_batch, comm, log_psi,
-                                    cfg.connected_dtype, ratios)
+                                    cfg.connected_dtype, ratios, local)
     t2 = time.perf_counter()
     if cfg.optimizer == "sr":
         previous, momentum = None, cfg.sr_momentum * momentum_factor(step, cfg)

@@ -250,3 +250,27 @@ def test_lowest_eigenpairs_by_lanczos_are_reproducible():
     assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
     dense = np.linalg.eigvalsh(set_hamiltonian(ham, configs).toarray())[:3]
     assert np.allclose(first[0], dense, atol=1e-9)
+
+
+def test_core_hamiltonian_gives_the_set_local_energies_of_the_connection_loop():
+    """H held on the core, with only the fresh samples' connections enumerated, against the
+    sample-space local energy (every row's connections looked up in the set)."""
+    from hamiltonians import MoleculeSpec, build_hamiltonian
+    from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+    from nnqs.vmc.local_energy import local_energy
+    from nnqs.vmc.selection import CoreHamiltonian
+
+    mol = build_hamiltonian(MoleculeSpec(atom="; ".join(f"H 0 0 {1.3 * i}" for i in range(6))))
+    ham = CompactHamiltonian.from_molecular(mol)
+    wf = TransformerWavefunction(6, 3, 3, d_model=16, n_heads=2, hf_bias=0.0, dtype=torch.float64)
+    core = selected_ci(ham, wf.hf_config().unsqueeze(0), 1e-3, 60).configs
+    samples, _ = wf.sample(10**5, generator=torch.Generator().manual_seed(0))
+    configs = unique_union(core, samples)
+    assert len(configs) > len(core) + 20  # fresh rows, with connections to the core and to each other
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs)
+    slow = local_energy(wf.log_psi, ham, configs, log_psi, "sample-space").values
+    fast = CoreHamiltonian(ham, core).local_energies(ham, configs, log_psi)
+    torch.testing.assert_close(fast, slow, atol=1e-11, rtol=1e-11)
+    whole = CoreHamiltonian(ham, configs).local_energies(ham, configs, log_psi)  # no fresh rows at all
+    torch.testing.assert_close(whole, slow, atol=1e-11, rtol=1e-11)
