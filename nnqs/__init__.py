@@ -7,7 +7,7 @@ and variational Monte Carlo), ``nnqs.lm`` (the arithmetic language model),
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["TransformerWavefunction", "__version__"]
+__all__ = ["FCISolver", "TransformerWavefunction", "__version__"]
 
 
 def __getattr__(name: str):
@@ -16,4 +16,8 @@ def __getattr__(name: str):
         from nnqs.vmc.wavefunction import TransformerWavefunction
 
         return TransformerWavefunction
+    if name == "FCISolver":
+        from nnqs.solver import FCISolver
+
+        return FCISolver
     raise AttributeError(f"module 'nnqs' has no attribute {name!r}")

@@ -41,7 +41,7 @@ from nnqs.vmc.plots import plot_energy
 from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.selection import core_energies
-from nnqs.vmc.step import VMCConfig, final_energy
+from nnqs.vmc.step import FINAL_UNIQUE_MAX, VMCConfig, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
 # Options a resumed run may change (applied and recorded in config.toml); all others are fixed.
@@ -169,6 +169,9 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     finally:
         if history is not None:
             history.close()
+    if progress and comm.is_root:
+        print(f"final energy: {cfg.final_samples:.0e} fresh samples, exact local energy of at most "
+              f"{FINAL_UNIQUE_MAX} unique configurations", file=sys.stderr, flush=True)
     final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm,
                          connected_dtype=cfg.connected_dtype)
     result = _result(ham, refs, final, cfg, wf, time.perf_counter() - start)
