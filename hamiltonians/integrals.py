@@ -112,11 +112,12 @@ def hamiltonian_from_scf(spec: MoleculeSpec, mf) -> MolecularHamiltonian:
     n_alpha, n_beta = (int(x) - n_core for x in mol.nelec)
     if n_alpha > n_act:
         raise InputError(f"{n_alpha} alpha electrons do not fit in {n_act} orbitals of {spec.describe()}")
-    mo = localized_orbitals(mf, n_core, n_alpha, n_beta, n_act) if spec.orbitals == "localized" else None
+    mo = localized_orbitals(mf, n_core, n_alpha, n_beta, n_act) if spec.orbitals == "localized" else mf.mo_coeff
     h1e, eri, e_core = active_space_integrals(mf, n_core, n_act, mo)
     return MolecularHamiltonian(h1e=h1e, eri=eri, e_core=e_core, n_orbitals=n_act, n_alpha=n_alpha,
                                 n_beta=n_beta, description=spec.describe(), e_hf=float(mf.e_tot),
-                                reference="RHF" if spec.spin == 0 else "ROHF")
+                                reference="RHF" if spec.spin == 0 else "ROHF",
+                                mo_coeff=np.ascontiguousarray(mo[:, :n_core + n_act], dtype=np.float64), n_core=n_core)
 
 
 def localized_orbitals(mf, n_core: int, n_alpha: int, n_beta: int, n_act: int) -> np.ndarray:
@@ -145,17 +146,24 @@ def localized_orbitals(mf, n_core: int, n_alpha: int, n_beta: int, n_act: int) -
 
 
 def _to_cache(ham: MolecularHamiltonian) -> tuple[dict, dict]:
-    meta = {k: getattr(ham, k) for k in ("e_core", "n_orbitals", "n_alpha", "n_beta", "e_hf", "reference")}
-    return meta, {"h1e": ham.h1e, "eri": ham.eri}
+    meta = {k: getattr(ham, k) for k in ("e_core", "n_orbitals", "n_alpha", "n_beta", "e_hf", "reference", "n_core")}
+    arrays = {"h1e": ham.h1e, "eri": ham.eri}
+    if ham.mo_coeff is not None:
+        arrays["mo_coeff"] = ham.mo_coeff
+    return meta, arrays
 
 
 def _from_cache(spec: MoleculeSpec, meta: dict, arrays: dict) -> MolecularHamiltonian | None:
+    if spec.atom is not None and "mo_coeff" not in arrays:  # an entry from before the orbitals were kept
+        return None
     try:
         return MolecularHamiltonian(
             h1e=arrays["h1e"].astype(np.float64), eri=arrays["eri"].astype(np.float64),
             e_core=float(meta["e_core"]), n_orbitals=int(meta["n_orbitals"]), n_alpha=int(meta["n_alpha"]),
             n_beta=int(meta["n_beta"]), description=spec.describe(),
-            e_hf=None if meta["e_hf"] is None else float(meta["e_hf"]), reference=str(meta["reference"]))
+            e_hf=None if meta["e_hf"] is None else float(meta["e_hf"]), reference=str(meta["reference"]),
+            mo_coeff=None if "mo_coeff" not in arrays else arrays["mo_coeff"].astype(np.float64),
+            n_core=int(meta.get("n_core", 0)))
     except Exception:  # noqa: BLE001 - a damaged entry is a miss
         return None
 

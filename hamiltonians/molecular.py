@@ -34,6 +34,10 @@ class MolecularHamiltonian:
     description: str
     e_hf: float | None
     reference: str = "RHF"
+    # The orbitals (AO x MO, PySCF's mo_coeff layout) the integrals are in, for a geometry: the first
+    # n_core columns are the frozen core, the next n_orbitals the active ones (None for other sources).
+    mo_coeff: np.ndarray | None = None
+    n_core: int = 0
 
     def __post_init__(self) -> None:
         n = self.n_orbitals

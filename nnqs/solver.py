@@ -26,7 +26,7 @@ import torch
 
 from nnqs.vmc.config import VMCConfig
 
-MAX_CI_ELEMENTS = 2 * 10**8  # a PySCF CI array larger than this (1.6 GB) is refused
+from nnqs.vmc.properties import CI_ARRAY_MAX as MAX_CI_ELEMENTS  # a larger PySCF CI array is refused
 
 
 class FCISolver:

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from hamiltonians import InputError, MolecularHamiltonian, MoleculeSpec, exact_references
-from nnqs.common.atomic import atomic_write_text
+from nnqs.common.atomic import atomic_write_bytes, atomic_write_text
 from nnqs.common.checkpoint import load_checkpoint
 from nnqs.common.config import apply_threads, config_to_toml
 from nnqs.common.console import note
@@ -39,6 +39,7 @@ from nnqs.vmc.orbitals import hamiltonian_for
 from nnqs.vmc.driver import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, run_vmc, save_state
 from nnqs.vmc.plots import plot_energy
 from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
+from nnqs.vmc.properties import plot_occupations, run_properties
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.selection import core_energies
 from nnqs.vmc.step import FINAL_UNIQUE_MAX, VMCConfig, final_energy
@@ -179,6 +180,7 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     result.update(teacher)
     if state.core is not None and comm.is_root:
         result.update(core_energies(wf, compact, state.core, cfg.max_batch))
+        _write_properties(folder.path, result, wf, ham, spec, state.core, cfg.max_batch)
     result["wall_s"] = time.perf_counter() - start
     result["peak_rss_mb"] = peak_rss_mb()
     result["rollbacks"] = guard.events
@@ -186,6 +188,17 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
         atomic_write_text(folder.path / "result.json", json.dumps(result, indent=2) + "\n")
         _plot(folder.path, ham, refs)
     return result
+
+
+def _write_properties(out: Path, result: dict, wf, ham, spec, core: torch.Tensor, max_batch: int) -> None:
+    """The network's 1-RDM properties (FCI's beside them where it fits) into ``result``, ``rdm1.npy`` and
+    ``natural_occupations.png`` (:mod:`nnqs.vmc.properties`)."""
+    mine, rdm1, fci = run_properties(wf, ham, spec, core, max_batch)
+    result["properties"], result["fci_properties"] = mine, fci
+    if rdm1 is not None:
+        atomic_write_bytes(out / "rdm1.npy", lambda fh: np.save(fh, rdm1))
+        plot_occupations(out / "natural_occupations.png", mine["natural_occupations"],
+                         None if fci is None else fci["natural_occupations"], ham.description)
 
 
 def peak_rss_mb() -> float:

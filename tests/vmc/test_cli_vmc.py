@@ -24,8 +24,18 @@ def test_vmc_run_writes_files_and_json(tmp_path, capsys):
     assert result["e_exact"] == pytest.approx(e_fci, abs=1e-8)
     assert result["energy"] >= e_fci - 1e-9  # variational
     assert result["error_mha"] == pytest.approx(1000 * (result["energy"] - e_fci), abs=1e-5)
-    for name in ("config.toml", "history.csv", "result.json", "energy.png", "checkpoint.pt"):
+    for name in ("config.toml", "history.csv", "result.json", "energy.png", "checkpoint.pt", "rdm1.npy",
+                 "natural_occupations.png"):
         assert (out / name).is_file(), name
+    import numpy as np
+
+    rdm1 = np.load(out / "rdm1.npy")  # the network's 1-RDM: symmetric, trace N, occupations in [0, 2]
+    assert rdm1.shape == (2, 2) and np.allclose(rdm1, rdm1.T) and np.trace(rdm1) == pytest.approx(2.0, abs=1e-10)
+    occupations = result["properties"]["natural_occupations"]
+    assert sum(occupations) == pytest.approx(2.0, abs=1e-10) and all(-1e-12 <= v <= 2 + 1e-12 for v in occupations)
+    fci = result["fci_properties"]  # FCI's beside them; H2's dipole moment is zero by symmetry
+    assert abs(fci["dipole_norm_au"]) < 1e-8 and fci["s2"] < 1e-10
+    assert result["properties"]["dipole_norm_au"] < 1e-2  # six steps of a tiny model: near zero, not at it
     assert len((out / "history.csv").read_text().strip().splitlines()) == 1 + 6
     # resuming with more steps continues the same history, without duplicate or missing steps
     assert main(args[:3] + ["8"] + args[4:] + ["--resume"]) == 0
