@@ -7,12 +7,13 @@
 The working set is the first U configurations of a selected-CI vector grown on a hydrogen chain
 (STO-3G, ``--chain`` atoms ``--spacing`` Angstrom apart: strongly correlated, so the set spreads),
 with the default model (d_model 32, 2 layers). One record per U: median seconds of a step with the
-default optimiser (minSR on the whole set up to ``VMCConfig.sr_rows`` rows, on a subsample above),
+default optimiser (minSR on the whole set up to ``VMCConfig.sr_exact_max`` rows, on a subsample of
+``VMCConfig.sr_rows`` above),
 split into its parts (the set's local energies from H held on the core, whose build is timed apart
 as ``t_core_hamiltonian``: once per re-selection in a run), seconds per configuration, and the
 process's peak resident memory so far;
-for the sizes of ``--exact`` also the exact minSR step (every row, ``sr_rows = U``) timed in the
-same run. The last record fits the exponent p of ``t_step ~ U^p`` over the default steps.
+for the sizes of ``--exact`` also the exact minSR step (every row) timed in the
+same run (``sr_exact_max = U``). The last record fits the exponent p of ``t_step ~ U^p`` over the default steps.
 """
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     cfg = VMCConfig(core_every=10**9, core_samples=1, threads=args.threads)  # no re-selection inside the timing
     if args.quick:
-        cfg = dataclasses.replace(cfg, sr_rows=QUICK["sr_rows"])
+        cfg = dataclasses.replace(cfg, sr_rows=QUICK["sr_rows"], sr_exact_max=QUICK["sr_rows"])
     mol = build_hamiltonian(chain_spec(args.chain, args.spacing))
     wf = make_wavefunction(mol, cfg)
     ham = CompactHamiltonian.from_molecular(mol, wf.device)
@@ -90,10 +91,11 @@ def main(argv: list[str] | None = None) -> int:
             break
         core = sci.configs[:u]
         record = {"benchmark": "step_cost", "system": mol.description, "working_set": u, "sr_rows": cfg.sr_rows,
+                  "sr_exact_max": cfg.sr_exact_max,
                   **time_steps(wf, ham, cfg, core, args.repeats)}
         record["seconds_per_configuration"] = record["t_step"] / record["unique"]
         if u in args.exact:
-            exact = time_steps(wf, ham, dataclasses.replace(cfg, sr_rows=u), core, 1)
+            exact = time_steps(wf, ham, dataclasses.replace(cfg, sr_exact_max=u), core, 1)
             record.update({f"exact_{k}": v for k, v in exact.items() if k != "unique"})
         record.update({"peak_rss_mb": peak_rss_mb(), "threads": args.threads, **software()})
         emit(record, args.out)

@@ -42,7 +42,7 @@ class FCISolver:
             setattr(self, name, value)
         self.verbose, self.nroots, self.spin = verbose, 1, None
         self.e_sampled = self.core_weight = None
-        self._model: tuple[tuple, dict] | None = None  # (norb, nelec) and the weights of the last network
+        self._model: tuple | None = None  # (norb, n_alpha, n_beta), the last network's weights and core
 
     def config(self) -> VMCConfig:
         """The VMC settings now on the solver's attributes."""
@@ -68,19 +68,19 @@ class FCISolver:
         from nnqs.vmc.wavefunction import TransformerWavefunction
 
         key = (ham.n_orbitals, ham.n_alpha, ham.n_beta)
-        warm = self._model[1] if self._model is not None and self._model[0] == key else None
+        warm, core = self._model[1:] if self._model is not None and self._model[0] == key else (None, None)
         with tempfile.TemporaryDirectory(prefix="nnqs-solver-") as scratch:
             dump = Path(scratch) / "active.fcidump"
             write_fcidump(dump, ham)
             result = run_molecule(MoleculeSpec(name="active space", fcidump=str(dump)), self.config(), Path(scratch) / "run",
-                                  init_model=warm, progress=self.verbose, exact=False)
+                                  init_model=warm, init_core=core, progress=self.verbose, exact=False)
             data = load_checkpoint(Path(scratch) / "run", KIND)
         wf = TransformerWavefunction(**data["model_config"])
         wf.load_state_dict(data["model"])
-        self._model = (key, data["model"])
         core = data["extras"].get("core")
         if core is None:
             raise ValueError("FCISolver needs the selected core (selection 'core', the default)")
+        self._model = (key, data["model"], core)
         with torch.no_grad():
             log_psi = wf.log_psi(core).to(torch.complex128)
         psi = torch.exp(log_psi - log_psi.real.max()).real.numpy()

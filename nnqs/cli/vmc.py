@@ -26,8 +26,8 @@ FLAGS = {
     "sr_momentum": (float, "SPRING momentum of the SR direction, in [0, 1) (default 0.99; 0: plain minSR)"),
     "grad_clip": (float, "largest norm of the applied direction (default 1.0)"),
     "sr_momentum_schedule": (str, "ramp (default: the momentum rises from 0 as the learning rate decays) or constant"),
-    "sr_rows": (int, "rows of the SR step: the whole working set up to this many (exact minSR), a subsample of "
-                     "this expected size above it (default 4096)"),
+    "sr_exact_max": (int, "the SR step keeps every row of a working set up to this size: exact minSR (default 4096)"),
+    "sr_rows": (int, "above it, the SR step is taken on a subsample of this expected size (default 1024)"),
     "selection": (str, "core (default: a selected core + fresh samples) or samples (plain sampled VMC)"),
     "core_threshold": (float, "|psi|/max|psi| that keeps a configuration in the core (default 1e-4)"),
     "core_rule": (str, "first-order (default: a connected configuration enters on its network or first-order "

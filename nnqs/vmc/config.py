@@ -14,7 +14,7 @@ from typing import Literal
 import torch
 
 from nnqs.vmc.local_energy import CONNECTED_DTYPE
-from nnqs.vmc.sr import SR_MOMENTUM, SR_ROWS, SR_SHIFT
+from nnqs.vmc.sr import SR_EXACT_MAX, SR_MOMENTUM, SR_ROWS, SR_SHIFT
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
 SET_MAX = 65536  # default most configurations in the selected-CI teacher and in the core
@@ -61,7 +61,8 @@ class VMCConfig:
     sr_shift: float = SR_SHIFT  # diagonal shift of the SR matrix, relative to its mean diagonal
     sr_momentum: float = SR_MOMENTUM  # SPRING: the SR direction regularised towards this times the previous one
     sr_momentum_schedule: Literal["ramp", "constant"] = "ramp"  # ramp: 0 at the peak lr, sr_momentum at the end
-    sr_rows: int = SR_ROWS  # rows of the SR step: the whole set up to this many (exact minSR), a subsample above
+    sr_exact_max: int = SR_EXACT_MAX  # the SR step keeps every row of a working set up to this size (exact minSR)
+    sr_rows: int = SR_ROWS  # above it, the step is taken on a subsample of this expected size
     warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
@@ -102,7 +103,7 @@ def check_run_limits(cfg: VMCConfig) -> None:
                             ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
                             ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53),
                             ("checkpoint_seconds", 0, 10**9), ("teacher_max", 1, 2**24), ("pretrain_steps", 0, 10**6),
-                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_samples", 1, 2**24), ("sr_rows", 1, 2**24)):
+                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_samples", 1, 2**24), ("sr_rows", 1, 2**24), ("sr_exact_max", 0, 2**24)):
         if not low <= getattr(cfg, name) <= high:
             raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
     for name in ("teacher_threshold", "core_threshold"):

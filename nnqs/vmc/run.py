@@ -101,9 +101,11 @@ def open_folder(out_dir: str | Path, cfg: VMCConfig, resume: bool, overwrite: bo
 def run_molecule(
     spec: MoleculeSpec, cfg: VMCConfig, out_dir: str | Path | RunFolder, *, resume: bool = False,
     overwrite: bool = False, init_model: dict | None = None, progress: bool = True, exact: bool = True,
+    init_core: torch.Tensor | None = None,
     comm: Communicator | None = None, stop: StopSignal | None = None, changes: list[str] | None = None,
 ) -> dict:
-    """Run VMC on ``spec``; return (and write) the result dict. ``init_model`` warm-starts.
+    """Run VMC on ``spec``; return (and write) the result dict. ``init_model`` warm-starts (the
+    network's weights; ``init_core``, the core ``(M, n)`` it starts from, else Hartree-Fock).
 
     ``out_dir``: a folder claimed by the caller (:func:`nnqs.common.runfolder.claim`), or a
     path this function claims (a folder holding a run is refused unless ``resume`` or
@@ -125,13 +127,13 @@ def run_molecule(
     else:
         folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(Path(out_dir), None)
     try:
-        return _run(spec, cfg, folder, resume, init_model, progress, exact, comm, stop, changes)
+        return _run(spec, cfg, folder, resume, (init_model, init_core), progress, exact, comm, stop, changes)
     finally:
         if owned:
             folder.release()
 
 
-def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, progress: bool, exact: bool,
+def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, progress: bool, exact: bool,
          comm: Communicator, stop: StopSignal | None, changes: list[str]) -> dict:
     start = time.perf_counter()
     if comm.is_root and not resume:
@@ -139,6 +141,7 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     ham, orbitals = hamiltonian_for(spec, cfg.orbitals, cfg.teacher_threshold, progress and comm.is_root)
     refs = references_for(spec, exact and comm.is_root)
     wf = make_wavefunction(ham, cfg)
+    init_model, init_core = warm
     if init_model is not None:
         wf.load_state_dict(init_model)
     state = new_state(wf, cfg, comm)
@@ -155,6 +158,8 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, init_model, prog
     fresh = init_model is None and data is None
     teacher = pretrain(wf, compact, cfg, progress and comm.is_root, comm) if fresh else {}
     seed = teacher.pop("configs", None)
+    if seed is None and init_core is not None and init_model is not None:
+        seed = init_core.to(wf.device)
     if cfg.selection == "core" and state.core is None:
         state.core = seed if seed is not None else wf.hf_config().unsqueeze(0)
     history, callbacks, save = None, [], None

@@ -222,11 +222,13 @@ def self_gram(x: torch.Tensor) -> torch.Tensor:
     return upper + upper.triu(1).T
 
 
-# Rows of the working set the natural-gradient step is formed on (VMCConfig.sr_rows): the exact minSR step
-# costs O(U^2 P) in the set's size U (17 s at 4,096 on one core, 18 min projected at 32,768), so above this
-# many rows the step is taken on a subsample of expected size SR_ROWS (:func:`subsample_rows`), at a cost
-# that does not grow with U. At or below it every row is kept and the step is exactly minSR.
-SR_ROWS = 4096
+# The exact minSR step costs O(U^2 P) in the working set's size U (on one core: 21 s at 4,096 rows, 67 s at
+# 8,192; benchmarks/RESULTS.md, "Step cost"). Up to SR_EXACT_MAX rows (VMCConfig.sr_exact_max) every row is
+# kept and the step is exactly minSR, as on every STO-3G molecule of the table; above, the step is taken on a
+# subsample of expected size SR_ROWS (VMCConfig.sr_rows; :func:`subsample_rows`), whose cost (about 1 s) does
+# not grow with U.
+SR_EXACT_MAX = 4096
+SR_ROWS = 1024
 
 
 @dataclass

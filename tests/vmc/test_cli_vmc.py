@@ -80,6 +80,7 @@ def vm_hwm_mb() -> float | None:
     (["vmc", "H2", "--estimator", "heat-bath"], "applies to selection 'samples' only"),
     (["vmc", "H2", "--estimator", "sample-space"], "applies to selection 'samples' only"),
     (["vmc", "H2", "--sr-rows", "0"], "sr_rows must be in"),
+    (["vmc", "H2", "--sr-exact-max", "-1"], "sr_exact_max must be in"),
 ])
 def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys):
     with pytest.raises(SystemExit) as exc:
