@@ -34,3 +34,11 @@ def test_n2_dissociation_parts_share_one_folder(tmp_path):
     assert [r["bond"] for r in rows] == [1.1, 1.3]
     assert all(r["energy"] >= r["e_exact"] - 1e-9 for r in rows)
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["r1.1000", "r1.3000"]
+
+
+def test_casscf_with_the_network_solver(tmp_path):
+    run_example("casscf.py", "--quick", "--out", str(tmp_path))
+    row = json.loads((tmp_path / "casscf.json").read_text())
+    assert row["converged"] and row["solver_calls_nnqs"] > 1
+    # variational on its own orbitals: never below PySCF's exact CASCI there
+    assert row["e_casscf_nnqs"] >= row["e_casci_exact_on_nnqs_orbitals"] - 1e-9

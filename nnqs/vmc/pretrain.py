@@ -63,7 +63,7 @@ FIT_BATCH = 4096
 def fit_to_vector(
     wf, configs: torch.Tensor, coefficients: torch.Tensor, steps: int, lr: float,
     on_step: Callable[[int, float], None] | None = None, comm=None, dtype: torch.dtype | None = None,
-    batch: int = FIT_BATCH, seed: int = 0,
+    batch: int = FIT_BATCH, seed: int = 0, start: dict | None = None, save: Callable[[dict], None] | None = None,
 ) -> float:
     """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
     on ``configs`` ``(M, n)``, by Adam at learning rate ``lr`` (``VMCConfig.pretrain_lr`` in a run);
@@ -81,6 +81,10 @@ def fit_to_vector(
     replacement by their weights (``c^2``, ``|c|``; a generator seeded by ``seed``): the same
     expected gradient at a cost independent of M.
 
+    ``save(state)`` is offered the fit's state after every step (it decides when to write it; a
+    run writes it every ``checkpoint_seconds``); ``start``, such a state, continues that fit
+    exactly: the same steps, draws and result as one that was never stopped.
+
     With a communicator ``comm`` of several ranks, each rank evaluates its share of the terms, the
     gradients are summed, and every rank takes the same Adam step. With ``dtype`` other than the
     model's (``torch.float32`` for a float64 model) a copy of the model in that precision is fitted
@@ -92,11 +96,11 @@ def fit_to_vector(
     weight2 = coefficients.double().pow(2) / coefficients.double().pow(2).sum()
     sign_weight = coefficients.double().abs() / coefficients.double().abs().sum()
     target = torch.where(coefficients * coefficients[0] >= 0, 0.0, math.pi).double()
-    draw = _batches(weight2, sign_weight, batch, seed) if len(configs) > batch else None
+    draw = Batches(weight2, sign_weight, batch, seed) if len(configs) > batch else None
     terms = None if draw else _full_terms(len(configs), weight2, sign_weight, comm)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    value = float("nan")
-    for step in range(steps):
+    first, value = _restore(start, model, opt, draw) if start else (0, float("nan"))
+    for step in range(first, steps):
         rows_p, w_p, rows_s, w_s = next(draw) if draw else terms
         if comm is not None and comm.world_size > 1 and draw:
             rows_p, w_p, rows_s, w_s = (comm.share(t) for t in (rows_p, w_p, rows_s, w_s))
@@ -110,6 +114,9 @@ def fit_to_vector(
             loss = comm.all_reduce_sum(loss.detach())
         opt.step()
         value = float(loss.detach())
+        if save is not None:
+            save({"step": step + 1, "loss": value, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                  "generator": None if draw is None else draw.generator.get_state()})
         if on_step is not None:
             on_step(step, value)
     if model is not wf:
@@ -117,6 +124,15 @@ def fit_to_vector(
             for mine, fitted in zip(wf.parameters(), model.parameters()):
                 mine.copy_(fitted)
     return value
+
+
+def _restore(state: dict, model, opt: torch.optim.Optimizer, draw: "Batches | None") -> tuple[int, float]:
+    """Load a fit ``state`` (offered to ``save`` by :func:`fit_to_vector`); its step and loss."""
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    if draw is not None:
+        draw.generator.set_state(state["generator"])
+    return int(state["step"]), float(state["loss"])
 
 
 def _full_terms(m: int, weight2: torch.Tensor, sign_weight: torch.Tensor, comm) -> tuple:
@@ -127,11 +143,15 @@ def _full_terms(m: int, weight2: torch.Tensor, sign_weight: torch.Tensor, comm) 
     return rows, weight2[rows], rows, sign_weight[rows]
 
 
-def _batches(weight2: torch.Tensor, sign_weight: torch.Tensor, batch: int, seed: int):
-    """Endless minibatches: ``batch`` rows drawn by ``weight2`` and ``batch`` by ``sign_weight``,
-    each row weighted ``1 / batch`` (the same draws on every rank)."""
-    generator = torch.Generator(device=weight2.device).manual_seed(seed)
-    each = torch.full((batch,), 1.0 / batch, dtype=torch.float64, device=weight2.device)
-    while True:
-        yield (torch.multinomial(weight2, batch, replacement=True, generator=generator), each,
-               torch.multinomial(sign_weight, batch, replacement=True, generator=generator), each)
+class Batches:
+    """Endless minibatches: ``batch`` rows drawn by ``weight2`` and ``batch`` by ``sign_weight``, each
+    row weighted ``1 / batch``, from ``generator`` (seeded by ``seed``: the same draws on every rank)."""
+
+    def __init__(self, weight2: torch.Tensor, sign_weight: torch.Tensor, batch: int, seed: int) -> None:
+        self.weight2, self.sign_weight, self.batch = weight2, sign_weight, batch
+        self.generator = torch.Generator(device=weight2.device).manual_seed(seed)
+        self.each = torch.full((batch,), 1.0 / batch, dtype=torch.float64, device=weight2.device)
+
+    def __next__(self) -> tuple:
+        return (torch.multinomial(self.weight2, self.batch, replacement=True, generator=self.generator), self.each,
+                torch.multinomial(self.sign_weight, self.batch, replacement=True, generator=self.generator), self.each)

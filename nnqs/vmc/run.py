@@ -40,7 +40,8 @@ from nnqs.vmc.driver import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_
 from nnqs.vmc.plots import plot_energy
 from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
 from nnqs.vmc.properties import plot_occupations, run_properties
-from nnqs.vmc.sci import selected_ci
+from nnqs.vmc.sci import SelectedCI, selected_ci
+from nnqs.vmc.pretrain_store import FILE as PRETRAIN_FILE, PretrainStore
 from nnqs.vmc.selection import core_energies
 from nnqs.vmc.step import FINAL_UNIQUE_MAX, VMCConfig, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
@@ -156,7 +157,9 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, pro
                  "from a new stream seeded by it (the run continues; its samples differ from an unmoved run's)")
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
     fresh = init_model is None and data is None
-    teacher = pretrain(wf, compact, cfg, progress and comm.is_root, comm) if fresh else {}
+    store = PretrainStore(folder.path / PRETRAIN_FILE, {"system": system, "config": _fixed_settings(cfg)},
+                          cfg.checkpoint_seconds, write=comm.is_root)
+    teacher = pretrain(wf, compact, cfg, progress and comm.is_root, comm, store if resume else None, store) if fresh else {}
     seed = teacher.pop("configs", None)
     if seed is None and init_core is not None and init_model is not None:
         seed = init_core.to(wf.device)
@@ -213,31 +216,54 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=None) -> dict:
+def _fixed_settings(cfg: VMCConfig) -> dict:
+    """The settings a resumed run cannot change (what its pretraining state must have been made with)."""
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in MUTABLE}
+
+
+def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=None,
+             found: PretrainStore | None = None, store: PretrainStore | None = None) -> dict:
     """Teacher "sci": grow a selected-CI vector from HF and fit the network's modulus and sign to it
     (its configurations seed the core; the fit is split over the ranks of ``comm``); teacher "mp1":
     perturbative signs for the phase head. Returns what the result should record (``configs``:
-    the teacher's set, popped by the caller)."""
+    the teacher's set, popped by the caller). ``found``: the store of a resumed run, whose teacher
+    and fit state are taken up; ``store``: where this run's are written."""
     if cfg.teacher == "mp1":
         if cfg.phase_pretrain:
             pretrain_phase(wf, ham, cfg.phase_pretrain)
         return {}
     t0 = time.perf_counter()
+    saved = found.load() if found is not None else {}
+    sci = _teacher(ham, wf, cfg, progress, saved.get("teacher"), store, t0)
+    bar = Progress(cfg.pretrain_steps, int(saved.get("fit", {}).get("step", 0))) if progress and cfg.pretrain_steps else None
+    if bar is not None:
+        print(f"pretraining on a selected-CI vector of {len(sci.configs)} configurations "
+              f"(E = {sci.energy:.8f} Ha, {sci.rounds} rounds)", file=sys.stderr, flush=True)
+    offer = None if store is None else lambda state: store.offer_fit(state, state["step"] == cfg.pretrain_steps)
+    fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), cfg.pretrain_steps, cfg.pretrain_lr,
+                  None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"), comm,
+                  getattr(torch, cfg.pretrain_dtype), seed=cfg.seed, start=saved.get("fit"), save=offer)
+    return {"configs": sci.configs, "e_teacher_sci": sci.energy, "n_teacher": len(sci.configs),
+            "pretrain_s": time.perf_counter() - t0}
+
+
+def _teacher(ham: CompactHamiltonian, wf, cfg: VMCConfig, progress: bool, saved: dict | None,
+             store: PretrainStore | None, t0: float) -> SelectedCI:
+    """The selected-CI teacher: the one a resumed run saved, or grown now (and saved)."""
+    if saved is not None:
+        return SelectedCI(saved["configs"].to(wf.device), saved["coefficients"].to(wf.device), float(saved["energy"]),
+                          int(saved["rounds"]))
+
     def on_round(rounds: int, size: int, energy: float) -> None:
         print(f"teacher: round {rounds}, {size} configurations, E = {energy:.8f} Ha, "
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
     sci = selected_ci(ham, wf.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max,
                       on_round=on_round if progress else None)
-    bar = Progress(cfg.pretrain_steps) if progress and cfg.pretrain_steps else None
-    if bar is not None:
-        print(f"pretraining on a selected-CI vector of {len(sci.configs)} configurations "
-              f"(E = {sci.energy:.8f} Ha, {sci.rounds} rounds)", file=sys.stderr, flush=True)
-    fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), cfg.pretrain_steps, cfg.pretrain_lr,
-                  None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"), comm,
-                  getattr(torch, cfg.pretrain_dtype), seed=cfg.seed)
-    return {"configs": sci.configs, "e_teacher_sci": sci.energy, "n_teacher": len(sci.configs),
-            "pretrain_s": time.perf_counter() - t0}
+    if store is not None:
+        store.save_teacher({"configs": sci.configs.cpu(), "coefficients": sci.coefficients.cpu(), "energy": sci.energy,
+                            "rounds": sci.rounds})
+    return sci
 
 
 def _open_history(folder: RunFolder, data: dict | None) -> HistoryWriter:
