@@ -7,7 +7,8 @@
     python -m benchmarks.accuracy --quick      # toy size, seconds (run by the test suite)
 
 Each run uses the ``nnqs vmc`` defaults (``--steps`` overrides the step count only).
-``NAME@R`` is a catalog diatomic at bond length R Angstrom (N2@2.2). One JSON object per
+``NAME@R`` is a catalog diatomic at bond length R Angstrom (N2@2.2), ``Hn@R`` a chain of n hydrogen
+atoms R Angstrom apart (``--molecules chains``: the ten of ``CHAINS``). One JSON object per
 system: molecule, bond, n_qubits, steps, energy, e_exact, error_mha, within_chemical_accuracy,
 wall_s, n_parameters, threads, the unique set size (n_core, final_unique) and the side
 numbers (e_teacher_sci, e_core, e_core_pt2, e_subspace, as errors in mHa).
@@ -31,11 +32,20 @@ TARGETS = ["LiH", "BeH2", "H2O", "NH3", "CH4", "C2", "N2", "N2@1.4", "N2@1.8", "
 SIDE = ("e_teacher_sci", "e_core", "e_core_pt2", "e_subspace")
 
 
+# Linear hydrogen chains, STO-3G (``Hn@R``: n atoms R Angstrom apart): strongly correlated when stretched,
+# where CCSD(T) fails (Motta et al., Phys. Rev. X 7, 031059 (2017)).
+CHAINS = ["H6@0.8", "H6@1.5", "H6@2.5", "H8@1.0", "H8@1.5", "H8@2.5", "H10@1.0", "H10@1.5", "H10@2.0", "H10@2.5"]
+
+
 def system_spec(name: str) -> tuple[MoleculeSpec, float | None]:
-    """A catalog molecule, or ``NAME@R``: the catalog diatomic NAME at bond length R Angstrom."""
+    """A catalog molecule, ``NAME@R`` (the catalog diatomic NAME at bond length R Angstrom), or
+    ``Hn@R`` with n > 2: a linear chain of n hydrogen atoms R Angstrom apart (STO-3G)."""
     if "@" not in name:
         return get_spec(name), None
     base, bond = name.split("@")
+    if base.startswith("H") and base[1:].isdigit() and int(base[1:]) > 2:
+        atoms = "; ".join(f"H 0 0 {i * float(bond):.6f}" for i in range(int(base[1:])))
+        return MoleculeSpec(name=name, atom=atoms), float(bond)
     return at_bond(get_spec(base), float(bond), name), float(bond)
 
 
@@ -58,6 +68,7 @@ def record(name: str, bond: float | None, r: dict, steps: int, threads: int) -> 
         "energy": r["energy"], "e_exact": r["e_exact"], "error_mha": r["error_mha"],
         "within_chemical_accuracy": abs(r["error_mha"]) <= 1.6, "wall_s": r["wall_s"],
         "n_parameters": r["n_parameters"], "pretrain_s": r.get("pretrain_s"), "threads": threads,
+        "orbitals": r.get("orbitals"), "n_teacher": r.get("n_teacher"), "peak_rss_mb": r.get("peak_rss_mb"),
     }
 
 
@@ -115,9 +126,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return records
     torch.set_num_threads(args.threads)
     cfg = VMCConfig(threads=args.threads) if args.steps is None else VMCConfig(steps=args.steps, threads=args.threads)
-    molecules = args.molecules
+    molecules = [m for name in args.molecules for m in (CHAINS if name == "chains" else [name])]
     if args.quick:
-        cfg = replace(toy_config(20), threads=args.threads)
+        cfg = replace(toy_config(20), pretrain_steps=300, threads=args.threads)
         molecules = ["H2"]
     settings = parse_settings(args.set)
     cfg = replace(cfg, **settings)

@@ -5,8 +5,20 @@ from benchmarks.accuracy import main
 def test_quick_accuracy_benchmark(capsys):
     records = main(["--quick", "--threads", "1"])
     assert len(records) == 1 and records[0]["molecule"] == "H2"
-    assert records[0]["e_exact"] < records[0]["energy"] + 1e-9  # variational
+    r = records[0]
+    assert r["e_exact"] < r["energy"] + 1e-9  # variational
+    assert r["error_mha"] == 1000 * (r["energy"] - r["e_exact"]) and r["error_mha"] < 1.0  # within 1 mHa of FCI
+    assert r["e_teacher_sci_error_mha"] < 1e-6  # H2's teacher holds its whole ground state
     assert '"benchmark": "accuracy"' in capsys.readouterr().out
+
+
+def test_chain_names_build_hydrogen_chains():
+    from benchmarks.accuracy import CHAINS, system_spec
+
+    spec, bond = system_spec("H6@1.5")
+    assert bond == 1.5 and spec.atom.count("H") == 6 and spec.basis == "sto-3g"
+    assert [system_spec(name)[1] for name in CHAINS] == [float(name.split("@")[1]) for name in CHAINS]
+    assert system_spec("N2@1.4")[0].atom.split(";")[1].split()[3] == "1.4"  # diatomics as before
 
 
 def test_collect_reads_finished_default_runs_and_refuses_others(tmp_path):
