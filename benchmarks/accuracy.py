@@ -26,7 +26,7 @@ import torch
 from benchmarks.common import at_bond, benchmark_parser, emit
 from hamiltonians import MoleculeSpec, get_spec
 from nnqs.vmc.run import run_molecule
-from nnqs.vmc.step import VMCConfig, toy_config
+from nnqs.vmc.config import VMCConfig, toy_config
 
 TARGETS = ["LiH", "BeH2", "H2O", "NH3", "CH4", "C2", "N2", "N2@1.4", "N2@1.8", "N2@2.2", "N2@2.6"]
 SIDE = ("e_teacher_sci", "e_core", "e_core_pt2", "e_subspace")

@@ -71,7 +71,7 @@ def toy_model():
     """A few AdamW steps of a tiny model on LiH: a state that is not the initial one."""
     from nnqs.vmc.driver import new_state, one_vmc_step
     from nnqs.vmc.run import make_wavefunction
-    from nnqs.vmc.step import toy_config
+    from nnqs.vmc.config import toy_config
 
     cfg = dataclasses.replace(toy_config(5), optimizer="adamw", selection="samples", lr=1e-2)
     mol = build_hamiltonian(get_spec("LiH"))

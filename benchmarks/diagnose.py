@@ -129,7 +129,7 @@ def quick_run(folder: Path) -> Path:
     """A toy core-mode run on H2 (seconds), its folder."""
     from hamiltonians import get_spec
     from nnqs.vmc.run import run_molecule
-    from nnqs.vmc.step import toy_config
+    from nnqs.vmc.config import toy_config
 
     run_molecule(get_spec("H2"), replace(toy_config(10), final_samples=10**12), folder / "H2", progress=False)
     return folder / "H2"

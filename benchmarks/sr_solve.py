@@ -29,7 +29,7 @@ from benchmarks.common import benchmark_parser, emit, software, timed
 from hamiltonians import build_hamiltonian, get_spec
 from nnqs.vmc.run import make_wavefunction
 from nnqs.vmc.sr import SR_SHIFT, per_sample_jacobian, sr_direction
-from nnqs.vmc.step import VMCConfig
+from nnqs.vmc.config import VMCConfig
 
 FULL = dict(molecule="N2", sizes=(256, 512, 1024), min_run_time=2.0)
 QUICK = dict(molecule="LiH", sizes=(16, 32), min_run_time=0.0)

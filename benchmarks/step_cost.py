@@ -13,7 +13,8 @@ split into its parts (the set's local energies from H held on the core, whose bu
 as ``t_core_hamiltonian``: once per re-selection in a run), seconds per configuration, and the
 process's peak resident memory so far;
 for the sizes of ``--exact`` also the exact minSR step (every row) timed in the
-same run (``sr_exact_max = U``). The last record fits the exponent p of ``t_step ~ U^p`` over the default steps.
+same run (``sr_exact_max = U``). The last record fits the exponent p of ``t_step ~ U^p`` over the default
+steps above ``sr_exact_max`` (the subsampled regime; over all sizes when fewer than two are above it).
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ from nnqs.vmc.driver import new_state
 from nnqs.vmc.run import make_wavefunction
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.selection import CoreHamiltonian
-from nnqs.vmc.step import VMCConfig, vmc_step
+from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.step import vmc_step
 
 QUICK = {"chain": 6, "spacing": 1.5, "sizes": (16, 32, 64), "exact": (32,), "sr_rows": 16, "repeats": 2}
 
@@ -100,13 +102,19 @@ def main(argv: list[str] | None = None) -> int:
         record.update({"peak_rss_mb": peak_rss_mb(), "threads": args.threads, **software()})
         emit(record, args.out)
         records.append(record)
-    if len(records) >= 2:
-        x = torch.tensor([math.log(r["unique"]) for r in records], dtype=torch.float64)
-        y = torch.tensor([math.log(r["t_step"]) for r in records], dtype=torch.float64)
-        slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
-        emit({"benchmark": "step_cost_fit", "system": mol.description, "exponent": slope,
-              "sizes": [r["unique"] for r in records]}, args.out)
+    sampled = [r for r in records if r["unique"] > cfg.sr_exact_max]  # the subsampled step's regime
+    fitted = sampled if len(sampled) >= 2 else records
+    if len(fitted) >= 2:
+        emit({"benchmark": "step_cost_fit", "system": mol.description, "exponent": exponent(fitted),
+              "sizes": [r["unique"] for r in fitted]}, args.out)
     return 0
+
+
+def exponent(records: list[dict]) -> float:
+    """Least-squares slope p of log t_step against log U over ``records``."""
+    x = torch.tensor([math.log(r["unique"]) for r in records], dtype=torch.float64)
+    y = torch.tensor([math.log(r["t_step"]) for r in records], dtype=torch.float64)
+    return float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ import nnqs.vmc.local_energy as le
 from nnqs.vmc.compact_hamiltonian import ELEMENT_CUTOFF, CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
-from nnqs.vmc.step import VMCConfig, vmc_step
+from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.step import vmc_step
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
 SYSTEMS = ["LiH", "H2O", "N2", "H2O/6-31g", "H2O/cc-pvdz"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hamiltonians import get_spec
 from nnqs.vmc.run import run_molecule
-from nnqs.vmc.step import VMCConfig, toy_config
+from nnqs.vmc.config import VMCConfig, toy_config
 
 
 def config(args: argparse.Namespace) -> VMCConfig:

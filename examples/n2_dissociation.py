@@ -21,7 +21,7 @@ import numpy as np
 from hamiltonians import MoleculeSpec
 from nnqs.common.atomic import atomic_write_text
 from nnqs.vmc.run import run_molecule
-from nnqs.vmc.step import VMCConfig, toy_config
+from nnqs.vmc.config import VMCConfig, toy_config
 
 BONDS = [0.9, 1.0977, 1.4, 1.8, 2.2, 2.6]
 

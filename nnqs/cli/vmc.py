@@ -6,6 +6,7 @@ processes (:mod:`nnqs.common.distributed`); rank 0 alone writes and prints.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -13,51 +14,60 @@ from pathlib import Path
 from nnqs.cli.molecule_args import add_molecule_arguments, spec_from_args
 from nnqs.cli.run_options import add_run_arguments, run_mode, signals_for
 from nnqs.common.config import build_config
-from nnqs.vmc.step import VMCConfig
+from nnqs.vmc.config import VMCConfig
 
-# CLI flag -> VMCConfig field (flags left out keep the TOML or default value).
+# CLI flag -> VMCConfig field (flags left out keep the TOML or default value). The help says what a
+# flag means; its default is read from VMCConfig (:func:`help_text`), the one home of the settings.
 FLAGS = {
-    "steps": (int, "optimisation steps (default 300)"),
-    "samples": (int, "samples drawn per step; only unique ones cost (default 1e12, adapts)"),
-    "seed": (int, "seed of the model init and the sampler (default 0)"),
-    "optimizer": (str, "sr (natural gradient, default) or adamw"),
-    "lr": (float, "peak learning rate (default 0.05)"),
-    "sr_shift": (float, "SR diagonal shift relative to the mean diagonal (default 1e-5)"),
-    "sr_momentum": (float, "SPRING momentum of the SR direction, in [0, 1) (default 0.99; 0: plain minSR)"),
-    "grad_clip": (float, "largest norm of the applied direction (default 1.0)"),
-    "sr_momentum_schedule": (str, "ramp (default: the momentum rises from 0 as the learning rate decays) or constant"),
-    "sr_exact_max": (int, "the SR step keeps every row of a working set up to this size: exact minSR (default 4096)"),
-    "sr_rows": (int, "above it, the SR step is taken on a subsample of this expected size (default 1024)"),
-    "selection": (str, "core (default: a selected core + fresh samples) or samples (plain sampled VMC)"),
-    "core_threshold": (float, "|psi|/max|psi| that keeps a configuration in the core (default 1e-4)"),
-    "core_rule": (str, "first-order (default: a connected configuration enters on its network or first-order "
+    "steps": (int, "optimisation steps"),
+    "samples": (int, "samples drawn per step; only unique ones cost (adapts)"),
+    "seed": (int, "seed of the model init and the sampler"),
+    "optimizer": (str, "sr (natural gradient) or adamw"),
+    "lr": (float, "peak learning rate"),
+    "sr_shift": (float, "SR diagonal shift relative to the mean diagonal"),
+    "sr_momentum": (float, "SPRING momentum of the SR direction, in [0, 1) (0: plain minSR)"),
+    "grad_clip": (float, "largest norm of the applied direction"),
+    "sr_momentum_schedule": (str, "ramp (the momentum rises from 0 as the learning rate decays) or constant"),
+    "sr_exact_max": (int, "the SR step keeps every row of a working set up to this size: exact minSR"),
+    "sr_rows": (int, "above it, the SR step is taken on a subsample of this expected size"),
+    "selection": (str, "core (a selected core + fresh samples) or samples (plain sampled VMC)"),
+    "core_threshold": (float, "|psi|/max|psi| that keeps a configuration in the core"),
+    "core_rule": (str, "first-order (a connected configuration enters on its network or first-order "
                        "amplitude) or amplitude (network amplitude only)"),
-    "core_max": (int, "most configurations in the core (default 65536)"),
-    "teacher": (str, "sci (default: fit to a selected-CI vector first) or mp1 (perturbative signs only)"),
-    "teacher_threshold": (float, "first-order amplitude that admits a configuration to the teacher (default 1e-4)"),
-    "teacher_max": (int, "most configurations in the selected-CI teacher (default 65536)"),
-    "pretrain_steps": (int, "Adam steps fitting the teacher vector (default 1200; 0: off)"),
-    "pretrain_lr": (float, "Adam learning rate of the teacher fit (default 2e-3)"),
-    "pretrain_dtype": (str, "precision of the teacher fit: float32 (default) or float64"),
-    "unique_max": (int, "redraw with fewer samples above this many unique ones (default 2048)"),
-    "d_model": (int, "Transformer width (default 32)"),
-    "n_layers": (int, "Transformer blocks (default 2)"),
-    "n_heads": (int, "attention heads (default 4)"),
-    "orbitals": (str, "auto (default: localized where a selected-CI set of 1,024 is lower in them by 1.6 mHa), "
+    "core_max": (int, "most configurations in the core"),
+    "teacher": (str, "sci (fit to a selected-CI vector first) or mp1 (perturbative signs only)"),
+    "teacher_threshold": (float, "first-order amplitude that admits a configuration to the teacher"),
+    "teacher_max": (int, "most configurations in the selected-CI teacher"),
+    "pretrain_steps": (int, "Adam steps fitting the teacher vector (0: off)"),
+    "pretrain_lr": (float, "Adam learning rate of the teacher fit"),
+    "pretrain_dtype": (str, "precision of the teacher fit: float32 or float64"),
+    "unique_max": (int, "--selection samples: redraw with fewer samples above this many unique ones"),
+    "d_model": (int, "Transformer width"),
+    "n_layers": (int, "Transformer blocks"),
+    "n_heads": (int, "attention heads"),
+    "orbitals": (str, "auto (localized where a selected-CI set of 1,024 is lower in them by 1.6 mHa), "
                       "canonical or localized (Boys, within the occupied and the virtual blocks)"),
-    "ansatz": (str, "real (default: sqrt(P) cos(phase)) or complex (sqrt(P) exp(i phase))"),
-    "phase_pretrain": (int, "teacher mp1: steps fitting the phase to perturbative signs (default 300; 0: off)"),
-    "dtype": (str, "float64 (default) or float32 network"),
-    "device": (str, "cpu (default) or cuda"),
-    "estimator": (str, "local energy during training with --selection samples: exact (default), sample-space or heat-bath"),
+    "ansatz": (str, "real (sqrt(P) cos(phase)) or complex (sqrt(P) exp(i phase))"),
+    "phase_pretrain": (int, "--teacher mp1 only: steps fitting the phase to perturbative signs (0: off)"),
+    "dtype": (str, "float64 or float32 network"),
+    "device": (str, "cpu or cuda"),
+    "estimator": (str, "--selection samples only: the training local energy, exact, sample-space or heat-bath"),
     "connected_dtype": (str, "precision of the network passes over the connected configurations of the local "
-                             "energy: float32 (default; ratios and sums stay float64) or float64"),
+                             "energy: float32 (ratios and sums stay float64) or float64"),
     "max_batch": (int, "configurations per network call in the local energy (memory knob)"),
-    "final_samples": (int, "fresh samples for the reported energy (default 1e12)"),
-    "checkpoint_every": (int, "steps between checkpoints (default 50)"),
-    "checkpoint_seconds": (float, "seconds between checkpoints as well (default 60; 0: off)"),
-    "threads": (int, "torch threads (default 0: torch's choice)"),
+    "final_samples": (int, "fresh samples for the reported energy"),
+    "checkpoint_every": (int, "steps between checkpoints"),
+    "checkpoint_seconds": (float, "seconds between checkpoints as well (0: off)"),
+    "threads": (int, "torch threads (0: torch's choice)"),
 }
+
+
+def help_text(name: str, text: str) -> str:
+    """``text`` and the default of VMCConfig's field ``name``."""
+    default = next(f.default for f in dataclasses.fields(VMCConfig) if f.name == name)
+    shown = f"{default:.0e}" if isinstance(default, int) and default >= 10**6 else f"{default:g}" if isinstance(
+        default, float) else str(default)
+    return f"{text} (default {shown})"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_molecule_arguments(p)
     group = p.add_argument_group("run (override --config)")
     for name, (kind, text) in FLAGS.items():
-        group.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None, help=text)
+        group.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None, help=help_text(name, text))
     p.add_argument("--config", metavar="FILE.toml", help="run config (flags override it)")
     p.add_argument("--out", metavar="DIR", help="run folder (default runs/<system>); one run per folder")
     add_run_arguments(p)

@@ -20,7 +20,8 @@ from nnqs.common.guard import DivergenceGuard
 from nnqs.common.interrupt import StopSignal
 from nnqs.common.loop import LoopState, run_loop, state_payload
 from nnqs.vmc.selection import CoreHamiltonian
-from nnqs.vmc.step import StepResult, VMCConfig, adapt_samples, make_optimizer, vmc_step
+from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.step import StepResult, adapt_samples, make_optimizer, vmc_step
 
 KIND = "vmc"
 HISTORY_FIELDS = (

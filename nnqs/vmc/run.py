@@ -43,7 +43,8 @@ from nnqs.vmc.properties import plot_occupations, run_properties
 from nnqs.vmc.sci import SelectedCI, selected_ci
 from nnqs.vmc.pretrain_store import FILE as PRETRAIN_FILE, PretrainStore
 from nnqs.vmc.selection import core_energies
-from nnqs.vmc.step import FINAL_UNIQUE_MAX, VMCConfig, final_energy
+from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.step import FINAL_UNIQUE_MAX, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
 # Options a resumed run may change (applied and recorded in config.toml); all others are fixed.

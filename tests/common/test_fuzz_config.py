@@ -16,7 +16,7 @@ import nnqs.lm.run
 import nnqs.vmc.run
 from fuzz_support import FUZZ, TEXT, Reached, run_cli
 from nnqs.lm.train import TrainConfig
-from nnqs.vmc.step import VMCConfig
+from nnqs.vmc.config import VMCConfig
 
 SCALAR = st.one_of(
     st.integers(-3, 3), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),

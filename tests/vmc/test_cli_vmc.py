@@ -152,3 +152,18 @@ def test_a_run_moved_to_another_device_resumes_on_a_stream_seeded_by_its_checkpo
         histories.append([row[:9] for row in rows])  # all but the wall times
         assert 'device = "cpu"' in (folder / "config.toml").read_text()
     assert histories[0] == histories[1]
+
+
+def test_every_flag_is_a_config_field_and_its_help_shows_that_fields_default():
+    import dataclasses
+
+    from nnqs.cli.vmc import FLAGS, help_text
+    from nnqs.vmc.config import VMCConfig
+
+    fields = {f.name: f.default for f in dataclasses.fields(VMCConfig)}
+    for name, (_, text) in FLAGS.items():
+        assert name in fields, name
+        assert "(default" not in text, name  # a default written by hand would drift from VMCConfig's
+        shown = help_text(name, text).rsplit("(default ", 1)[1].rstrip(")")
+        value = fields[name]
+        assert (float(shown) == value) if isinstance(value, (int, float)) else shown == str(value), name

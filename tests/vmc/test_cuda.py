@@ -21,7 +21,8 @@ from nnqs.vmc.driver import new_state, run_vmc
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.selection import select_core, subspace_energy, unique_union
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
-from nnqs.vmc.step import VMCConfig, energy_and_loss
+from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.step import energy_and_loss
 from nnqs.vmc.wavefunction import TransformerWavefunction
 from tests_support import random_integrals, sector_tokens
 

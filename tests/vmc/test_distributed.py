@@ -21,7 +21,8 @@ from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.pretrain import fit_to_vector
 from nnqs.vmc.selection import select_core
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
-from nnqs.vmc.step import VMCConfig, energy_and_loss, final_energy, set_sr_gradient
+from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.step import energy_and_loss, final_energy, set_sr_gradient
 from nnqs.vmc.wavefunction import TransformerWavefunction
 
 ROOT = Path(__file__).resolve().parents[2]

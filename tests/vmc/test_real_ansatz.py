@@ -12,7 +12,8 @@ from nnqs.vmc.driver import KIND, new_state, run_vmc
 from nnqs.vmc.prefix_tree import TreeLogPsi
 from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
 from nnqs.vmc.sr import per_sample_jacobian, split_jacobian, sr_direction
-from nnqs.vmc.step import VMCConfig, energy_and_loss, estimate, final_energy
+from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.step import energy_and_loss, estimate, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction
 
 

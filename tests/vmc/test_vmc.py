@@ -7,7 +7,8 @@ from hamiltonians import build_hamiltonian, exact_energy, get_spec, sector_hamil
 from nnqs.vmc.configurations import occupations_to_tokens
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
-from nnqs.vmc.step import VMCConfig, energy_and_loss, final_energy
+from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.step import energy_and_loss, final_energy
 from nnqs.vmc.driver import new_state, run_vmc
 from nnqs.vmc.wavefunction import TransformerWavefunction
 

@@ -209,7 +209,7 @@ def test_one_default_per_knob():
     import inspect
 
     from nnqs.vmc.sr import SR_SHIFT, sr_direction
-    from nnqs.vmc.step import VMCConfig
+    from nnqs.vmc.config import VMCConfig
     from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
     cfg = VMCConfig()
