@@ -146,56 +146,71 @@ def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, pro
     init_model, init_core = warm
     if init_model is not None:
         wf.load_state_dict(init_model)
-    state = new_state(wf, cfg, comm)
-    system = system_identity(ham)
-    data = None
-    if resume:
-        data = resume_checkpoint(folder, KIND, cfg, MUTABLE, expect={"system": system}, changes=changes,
-                                 map_location=wf.device, quiet=not comm.is_root)
-    if data is not None:
-        if not restore_state(data, state, folder.checkpoint) and comm.is_root:
-            note(f"the checkpoint's sampler stream is of another device than {cfg.device}: sampling goes on "
-                 "from a new stream seeded by it (the run continues; its samples differ from an unmoved run's)")
+    state, system = new_state(wf, cfg, comm), system_identity(ham)
+    data = _resumed(folder, cfg, state, system, changes, comm) if resume else None
     compact = CompactHamiltonian.from_molecular(ham, wf.device)
-    fresh = init_model is None and data is None
-    store = PretrainStore(folder.path / PRETRAIN_FILE, {"system": system, "config": _fixed_settings(cfg)},
-                          cfg.checkpoint_seconds, write=comm.is_root)
-    teacher = pretrain(wf, compact, cfg, progress and comm.is_root, comm, store if resume else None, store) if fresh else {}
+    teacher = {}
+    if init_model is None and data is None:
+        store = PretrainStore(folder.path / PRETRAIN_FILE, {"system": system, "config": _fixed_settings(cfg)},
+                              cfg.checkpoint_seconds, write=comm.is_root)
+        teacher = pretrain(wf, compact, cfg, progress and comm.is_root, comm, store if resume else None, store)
     seed = teacher.pop("configs", None)
     if seed is None and init_core is not None and init_model is not None:
         seed = init_core.to(wf.device)
     if cfg.selection == "core" and state.core is None:
         state.core = seed if seed is not None else wf.hf_config().unsqueeze(0)
-    history, callbacks, save = None, [], None
+    guard = _optimise(state, compact, cfg, folder, resume, data, system, refs, progress, stop)
+    result = _finish(wf, ham, compact, spec, state, cfg, refs, progress, comm, folder)
+    result.update(orbitals)
+    result.update(teacher)
+    result.update(wall_s=time.perf_counter() - start, peak_rss_mb=peak_rss_mb(), rollbacks=guard.events)
     if comm.is_root:
+        atomic_write_text(folder.path / "result.json", json.dumps(result, indent=2) + "\n")
+        _plot(folder.path, ham, refs)
+    return result
+
+
+def _resumed(folder: RunFolder, cfg: VMCConfig, state, system: dict, changes: list[str], comm) -> dict | None:
+    """The checkpoint of a resumed run, restored into ``state`` (None when there is none yet)."""
+    data = resume_checkpoint(folder, KIND, cfg, MUTABLE, expect={"system": system}, changes=changes,
+                             map_location=state.wf.device, quiet=not comm.is_root)
+    if data is not None and not restore_state(data, state, folder.checkpoint) and comm.is_root:
+        note(f"the checkpoint's sampler stream is of another device than {cfg.device}: sampling goes on "
+             "from a new stream seeded by it (the run continues; its samples differ from an unmoved run's)")
+    return data
+
+
+def _optimise(state, compact: CompactHamiltonian, cfg: VMCConfig, folder: RunFolder, resume: bool, data,
+              system: dict, refs: dict, progress: bool, stop: StopSignal | None) -> DivergenceGuard:
+    """The VMC loop with its history, checkpoints and progress (rank 0 writes); the guard it ran under."""
+    history, callbacks, save = None, [], None
+    if state.comm.is_root:
         if resume:  # after the checks: a refused resume leaves config.toml as it was
             atomic_write_text(folder.config, config_to_toml(cfg))
         history = _open_history(folder, data)
         callbacks, save = _callbacks(folder, history, cfg, system, refs["e_exact"], state.step, progress)
-    guard = DivergenceGuard(log=event_logger(folder.path / "events.log") if comm.is_root else None,
+    guard = DivergenceGuard(log=event_logger(folder.path / "events.log") if state.comm.is_root else None,
                             checkpoint=folder.checkpoint)
     try:
         run_vmc(state, compact, cfg, callbacks, guard, stop, save)
     finally:
         if history is not None:
             history.close()
+    return guard
+
+
+def _finish(wf, ham, compact: CompactHamiltonian, spec, state, cfg: VMCConfig, refs: dict, progress: bool, comm,
+            folder: RunFolder) -> dict:
+    """The reported energy from fresh samples, the side numbers and the properties of the final state."""
     if progress and comm.is_root:
         print(f"final energy: {cfg.final_samples:.0e} fresh samples, exact local energy of at most "
               f"{FINAL_UNIQUE_MAX} unique configurations", file=sys.stderr, flush=True)
     final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm,
                          connected_dtype=cfg.connected_dtype)
-    result = _result(ham, refs, final, cfg, wf, time.perf_counter() - start)
-    result.update(orbitals)
-    result.update(teacher)
+    result = _result(ham, refs, final, cfg, wf, 0.0)
     if state.core is not None and comm.is_root:
         result.update(core_energies(wf, compact, state.core, cfg.max_batch))
         _write_properties(folder.path, result, wf, ham, spec, state.core, cfg.max_batch)
-    result["wall_s"] = time.perf_counter() - start
-    result["peak_rss_mb"] = peak_rss_mb()
-    result["rollbacks"] = guard.events
-    if comm.is_root:
-        atomic_write_text(folder.path / "result.json", json.dumps(result, indent=2) + "\n")
-        _plot(folder.path, ham, refs)
     return result
 
 
