@@ -76,7 +76,7 @@ def one_vmc_step(state: RunState, ham, cfg: VMCConfig) -> StepResult:
     """One step of ``state`` (sample, estimate, update), then adapt the requested sample count."""
     t_build = time.perf_counter()
     if state.core is not None and state.comm.world_size == 1 and (state.core_ham is None or state.core_ham.core is not state.core):
-        state.core_ham = CoreHamiltonian(ham, state.core)
+        state.core_ham = CoreHamiltonian(ham, state.core, previous=state.core_ham)  # grown from the last core's
     t_build = time.perf_counter() - t_build
     result = vmc_step(state.wf, ham, state.opt, state.sched, cfg, state.step, state.n_samples, state.generator,
                       state.comm, state.core, state.core_ham)

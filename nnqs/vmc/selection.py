@@ -205,10 +205,13 @@ class CoreHamiltonian:
     fresh rows' connections are enumerated each step (the set's local energy of
     :func:`nnqs.vmc.local_energy.local_energy` with ``"sample-space"`` is its slow twin)."""
 
-    def __init__(self, ham: CompactHamiltonian, core: torch.Tensor) -> None:
+    def __init__(self, ham: CompactHamiltonian, core: torch.Tensor, previous: "CoreHamiltonian | None" = None) -> None:
         self.core = core
         self.keys = pack(core)
-        self.matrix = set_hamiltonian(ham, core)  # rows and columns in core order
+        if previous is None:
+            self.matrix = set_hamiltonian(ham, core)  # rows and columns in core order
+        else:
+            self.matrix = _grown_hamiltonian(ham, core, self.keys, previous)
 
     def local_energies(self, ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor) -> torch.Tensor:
         """``E_loc^S(x) = sum_{x' in S} H[x, x'] psi(x') / psi(x)`` ``(U,)`` complex128 for the working
@@ -234,3 +237,51 @@ class CoreHamiltonian:
             to_core = ~fresh[slot]  # and their columns of the core rows (H is symmetric)
             h_psi.index_add_(0, slot[to_core], h[to_core] * psi[rows[owner[to_core]]])
         return torch.where(psi.abs() > 0, h_psi / psi, ham.diagonal(configs).to(torch.complex128))
+
+
+def _grown_hamiltonian(ham: CompactHamiltonian, core: torch.Tensor, keys: torch.Tensor, previous: CoreHamiltonian):
+    """H on ``core`` ``(M, n)`` (CSR, core order) from H on the previous core: the rows and columns of the
+    configurations both hold are taken from it, and only the new configurations' connections are
+    enumerated (a re-selection keeps most of the core). The same matrix as :func:`set_hamiltonian`."""
+    import scipy.sparse as sp
+
+    old_keys, old_inverse = unique_keys(previous.keys)
+    old_position = torch.empty(len(old_keys), dtype=torch.long)
+    old_position[old_inverse] = torch.arange(len(previous.keys))
+    slot = lookup(old_keys, keys)
+    kept = torch.nonzero(slot >= 0).squeeze(1)  # rows of the new core the previous one held
+    added = torch.nonzero(slot < 0).squeeze(1)
+    source = old_position[slot[kept]].numpy()
+    order = np.concatenate([kept.numpy(), added.numpy()])  # block b holds core row order[b]: kept first
+    blocks = [[previous.matrix[source][:, source], None], [None, None]]
+    if len(added):
+        whole = set_hamiltonian_rows(ham, core, added)[:, order]  # (A, M), columns in block order
+        blocks[1] = [whole[:, : len(kept)], whole[:, len(kept):]]
+        blocks[0][1] = whole[:, : len(kept)].T
+    else:
+        blocks = [[blocks[0][0]]]
+    matrix = sp.bmat(blocks, format="csr")
+    back = np.argsort(order)  # core row i sits at block row back[i]
+    return matrix[back][:, back].tocsr()
+
+
+def set_hamiltonian_rows(ham: CompactHamiltonian, configs: torch.Tensor, rows: torch.Tensor):
+    """The ``rows`` ``(A,)`` of H restricted to ``configs`` ``(M, n)``: a CSR matrix ``(A, M)``."""
+    import scipy.sparse as sp
+
+    own, inverse = unique_keys(pack(configs))
+    position = torch.empty(len(own), dtype=torch.long, device=own.device)
+    position[inverse] = torch.arange(len(configs), device=own.device)
+    r, c, v = [], [], []
+    chunk = rows_per_chunk(ham)
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        conn = ham.connections(configs[part])
+        owner, k = torch.nonzero(conn.elements, as_tuple=True)
+        slot = lookup(own, conn.keys[owner, k])
+        inside = slot >= 0
+        r.append((owner[inside] + start).cpu()), c.append(position[slot[inside]].cpu())
+        v.append(conn.elements[owner, k][inside].cpu())
+        index = torch.arange(start, start + len(part))
+        r.append(index), c.append(part.cpu()), v.append(conn.diagonal.cpu())
+    return sp.csr_matrix((torch.cat(v).numpy(), (torch.cat(r).numpy(), torch.cat(c).numpy())), shape=(len(rows), len(configs)))

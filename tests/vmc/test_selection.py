@@ -274,3 +274,21 @@ def test_core_hamiltonian_gives_the_set_local_energies_of_the_connection_loop():
     torch.testing.assert_close(fast, slow, atol=1e-11, rtol=1e-11)
     whole = CoreHamiltonian(ham, configs).local_energies(ham, configs, log_psi)  # no fresh rows at all
     torch.testing.assert_close(whole, slow, atol=1e-11, rtol=1e-11)
+
+
+def test_core_hamiltonian_grown_from_the_previous_core_equals_a_fresh_build():
+    """A re-selected core keeps most of the old one: its H is taken from the old matrix and only the new
+    rows are enumerated; the result is set_hamiltonian's matrix, element for element."""
+    from hamiltonians import MoleculeSpec, build_hamiltonian
+    from nnqs.vmc.configurations import hf_tokens
+    from nnqs.vmc.selection import CoreHamiltonian, set_hamiltonian
+
+    mol = build_hamiltonian(MoleculeSpec(atom="; ".join(f"H 0 0 {1.5 * i}" for i in range(6))))
+    ham = CompactHamiltonian.from_molecular(mol)
+    configs = selected_ci(ham, hf_tokens(6, 3, 3).unsqueeze(0), 1e-6, 400).configs
+    g = torch.Generator().manual_seed(0)
+    old = configs[torch.randperm(len(configs), generator=g)[:250]]
+    for new in (configs[torch.randperm(len(configs), generator=g)[:300]], old[:40], old.flip(0)):
+        grown = CoreHamiltonian(ham, new, previous=CoreHamiltonian(ham, old)).matrix
+        fresh = set_hamiltonian(ham, new)
+        assert (grown != fresh).nnz == 0 and grown.shape == fresh.shape
