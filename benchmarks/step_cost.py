@@ -10,8 +10,10 @@ with the default model (d_model 32, 2 layers). One record per U: median seconds 
 default optimiser (minSR on the whole set up to ``VMCConfig.sr_exact_max`` rows, on a subsample of
 ``VMCConfig.sr_rows`` above),
 split into its parts (the set's local energies from H held on the core, whose build is timed apart
-as ``t_core_hamiltonian``: once per re-selection in a run), seconds per configuration, and the
-process's peak resident memory so far;
+as ``t_core_hamiltonian``, and grown from a core holding nine tenths of it as
+``t_core_hamiltonian_grown``, the way a run rebuilds it once per re-selection), the re-selection itself
+(``t_reselect``, first-order rule), the step with both amortised over ``core_every`` steps
+(``t_step_with_reselection``), seconds per configuration, and the process's peak resident memory so far;
 for the sizes of ``--exact`` also the exact minSR step (every row) timed in the
 same run (``sr_exact_max = U``). The last record fits the exponent p of ``t_step ~ U^p`` over the default
 steps above ``sr_exact_max`` (the subsampled regime; over all sizes when fewer than two are above it).
@@ -32,7 +34,8 @@ from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.driver import new_state
 from nnqs.vmc.run import make_wavefunction
 from nnqs.vmc.sci import selected_ci
-from nnqs.vmc.selection import CoreHamiltonian
+from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
+from nnqs.vmc.selection import CoreHamiltonian, select_core, set_weights
 from nnqs.vmc.config import VMCConfig
 from nnqs.vmc.step import vmc_step
 
@@ -55,6 +58,17 @@ def time_steps(wf, ham, cfg: VMCConfig, core: torch.Tensor, repeats: int) -> dic
     t0 = time.perf_counter()
     core_ham = CoreHamiltonian(ham, core)  # built once per core (every core_every steps in a run)
     t_build = time.perf_counter() - t0
+    kept = CoreHamiltonian(ham, core[: int(0.9 * len(core))])
+    t0 = time.perf_counter()
+    CoreHamiltonian(ham, core, previous=kept)  # a re-selection that adds a tenth: grown from the last core's
+    t_grow = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        log_psi = wf.log_psi(core, chunk_size=cfg.max_batch)
+    ranker = TreeLogPsi(wf, min(cfg.max_batch, TREE_ROWS), torch.float32)
+    energy = float((set_weights(log_psi) * core_ham.local_energies(ham, core, log_psi).real).sum())
+    select_core(ranker, ham, core, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch, energy)
+    t_reselect = time.perf_counter() - t0
     parts = []
     for i in range(repeats + 1):
         state = new_state(wf, cfg)
@@ -64,7 +78,13 @@ def time_steps(wf, ham, cfg: VMCConfig, core: torch.Tensor, repeats: int) -> dic
             parts.append((r.t_sample, r.t_local, r.t_grad, r.n_unique))
     t = [statistics.median(p[k] for p in parts) for k in range(3)]
     return {"t_sample": t[0], "t_local": t[1], "t_grad": t[2], "t_step": sum(t), "unique": parts[0][3],
-            "t_core_hamiltonian": t_build}
+            "t_core_hamiltonian": t_build, "t_core_hamiltonian_grown": t_grow, "t_reselect": t_reselect,
+            "t_step_with_reselection": sum(t) + (t_grow + t_reselect) / cfg_every(cfg)}
+
+
+def cfg_every(cfg: VMCConfig) -> int:
+    """Steps between re-selections in a run with the defaults (this benchmark times none inside its steps)."""
+    return VMCConfig().core_every
 
 
 def main(argv: list[str] | None = None) -> int:
