@@ -35,7 +35,7 @@ from nnqs.vmc.driver import new_state
 from nnqs.vmc.run import make_wavefunction
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
-from nnqs.vmc.selection import CoreHamiltonian, select_core, set_weights
+from nnqs.vmc.selection import CoreHamiltonian, select_core, set_weights, unique_union
 from nnqs.vmc.config import VMCConfig
 from nnqs.vmc.step import vmc_step
 
@@ -63,11 +63,12 @@ def time_steps(wf, ham, cfg: VMCConfig, core: torch.Tensor, repeats: int) -> dic
     CoreHamiltonian(ham, core, previous=kept)  # a re-selection that adds a tenth: grown from the last core's
     t_grow = time.perf_counter() - t0
     t0 = time.perf_counter()
+    working = unique_union(core)  # sorted by key, as a step's working set is
     with torch.no_grad():
-        log_psi = wf.log_psi(core, chunk_size=cfg.max_batch)
+        log_psi = wf.log_psi(working, chunk_size=cfg.max_batch)
     ranker = TreeLogPsi(wf, min(cfg.max_batch, TREE_ROWS), torch.float32)
-    energy = float((set_weights(log_psi) * core_ham.local_energies(ham, core, log_psi).real).sum())
-    select_core(ranker, ham, core, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch, energy)
+    energy = float((set_weights(log_psi) * core_ham.local_energies(ham, working, log_psi).real).sum())
+    select_core(ranker, ham, working, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch, energy)
     t_reselect = time.perf_counter() - t0
     parts = []
     for i in range(repeats + 1):

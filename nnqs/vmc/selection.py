@@ -215,11 +215,12 @@ class CoreHamiltonian:
 
     def local_energies(self, ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor) -> torch.Tensor:
         """``E_loc^S(x) = sum_{x' in S} H[x, x'] psi(x') / psi(x)`` ``(U,)`` complex128 for the working
-        set ``configs`` ``(U, n)`` (sorted unique keys, holding the core) with amplitudes ``log_psi`` ``(U,)``."""
+        set ``configs`` ``(U, n)`` (sorted by packed key, as :func:`unique_union` returns them, and holding
+        the core) with amplitudes ``log_psi`` ``(U,)``."""
         log_psi = log_psi.detach().to(torch.complex128)
         keys = pack(configs)
         at = lookup(keys, self.keys)  # where each core row sits in the set
-        assert bool((at >= 0).all()), "the working set must hold the core"
+        assert bool((at >= 0).all()), "the working set must hold the core, sorted by key"
         psi = torch.exp(log_psi - log_psi.real.max())
         h_psi = torch.zeros_like(psi)
         h_psi[at] = torch.from_numpy(self.matrix @ psi[at].cpu().numpy()).to(psi.device)
