@@ -15,7 +15,8 @@ from nnqs.common.checkpoint import load_checkpoint, save_checkpoint
 from nnqs.common.config import config_to_dict
 from nnqs.common.errors import UserError
 from nnqs.common.loop import load_model_weights, restore_state, state_payload
-from nnqs.lm.models import ArithmeticLM, ModelConfig, build_model
+from nnqs.lm.models import ModelConfig
+from nnqs.lm.build import ArithmeticLM, build_model
 from nnqs.lm.tokenizer import VOCAB
 from nnqs.lm.train import TrainRun
 

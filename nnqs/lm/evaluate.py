@@ -19,7 +19,7 @@ import torch
 
 from nnqs.lm.data import Batch, Pairs
 from nnqs.lm.generate import generate
-from nnqs.lm.models import ArithmeticLM
+from nnqs.lm.build import ArithmeticLM
 from nnqs.lm.encoder_lm import DEFAULT_FILL
 from nnqs.lm.tokenizer import ANSWER_LEN, BOS, EOS, MASK, PAD, decode, encode_answer, encode_question
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from nnqs.common.errors import UserError
-from nnqs.lm.models import ArithmeticLM
+from nnqs.lm.build import ArithmeticLM
 from nnqs.lm.tokenizer import ANSWER_LEN, BOS, EOS, PAD, decode
 
 

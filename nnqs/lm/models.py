@@ -1,6 +1,7 @@
 """The arithmetic language models, all built on the shared :class:`TransformerCore`.
 
-(The third, the encoder-only masked LM, is :class:`nnqs.lm.encoder_lm.EncoderLM`.)
+(The third, the encoder-only masked LM, is :class:`nnqs.lm.encoder_lm.EncoderLM`; :mod:`nnqs.lm.build`
+builds any of the three.)
 
 * :class:`DecoderLM` (decoder-only, the default): one causal sequence
   ``<user> question <assistant> answer``. The loss mask is 0 on the user turn
@@ -205,18 +206,6 @@ class Seq2SeqLM(nn.Module):
     def next_logits(self, questions: torch.Tensor, answer_prefix: torch.Tensor) -> torch.Tensor:
         """No-cache reference: encode and decode the whole ``answer_prefix`` (B, k) again."""
         return self.decode(answer_prefix, self.encode(questions))[:, -1]
-
-
-ArithmeticLM = DecoderLM | Seq2SeqLM  # or nnqs.lm.encoder_lm.EncoderLM (imported lazily by build_model)
-
-
-def build_model(cfg: ModelConfig) -> ArithmeticLM:
-    """The model named by ``cfg.arch`` (``encoder``: :class:`nnqs.lm.encoder_lm.EncoderLM`)."""
-    if cfg.arch == "encoder":
-        from nnqs.lm.encoder_lm import EncoderLM
-
-        return EncoderLM(cfg)
-    return DecoderLM(cfg) if cfg.arch == "decoder" else Seq2SeqLM(cfg)
 
 
 def n_parameters(model: nn.Module) -> int:

@@ -2,7 +2,7 @@
 
 The defaults fit the task's budget of 5,000 generated training pairs: a small
 model (d_model 64, 2 layers per core), AdamW (lr 3e-3, weight decay 0.1) with
-warmup and cosine decay (the LambdaLR schedule of :mod:`nnqs.nn.schedule`) over
+warmup and cosine decay (the LambdaLR schedule of :mod:`nnqs.common.schedule`) over
 at most 3,000 steps of 256 pairs, stopping once validation exact match reached
 ``target_exact`` (1.0) at two validations in a row. Figures per architecture:
 benchmarks/RESULTS.md. The validation set is generated with a different seed
@@ -30,8 +30,9 @@ from nnqs.common.interrupt import StopSignal
 from nnqs.common.loop import Callback, LoopState, honour_stop, run_loop
 from nnqs.lm.data import Batch, Pairs, encode_pairs, generate_pairs, load_pairs
 from nnqs.lm.evaluate import evaluate
-from nnqs.lm.models import ArithmeticLM, ModelConfig, build_model, n_parameters
-from nnqs.nn.schedule import warmup_cosine
+from nnqs.lm.models import ModelConfig, n_parameters
+from nnqs.lm.build import ArithmeticLM, build_model
+from nnqs.common.schedule import warmup_cosine
 
 VAL_SEED_OFFSET = 1_000_003
 

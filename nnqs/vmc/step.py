@@ -19,7 +19,7 @@ from nnqs.common.distributed import SingleProcess
 from nnqs.vmc.local_energy import CONNECTED_DTYPE, share_local_energy
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
-from nnqs.nn.schedule import warmup_cosine
+from nnqs.common.schedule import warmup_cosine
 from nnqs.vmc.config import VMCConfig
 from nnqs.vmc.selection import CoreHamiltonian, select_core, set_weights, unique_union
 from nnqs.vmc.sampler import UniqueLimit

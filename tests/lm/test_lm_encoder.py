@@ -7,7 +7,8 @@ from nnqs.lm.data import Batch, encode_pairs, generate_pairs, make_batch, save_p
 from nnqs.lm.encoder_lm import EncoderLM
 from nnqs.lm.evaluate import evaluate
 from nnqs.lm.masking import mask_tokens
-from nnqs.lm.models import ModelConfig, build_model
+from nnqs.lm.models import ModelConfig
+from nnqs.lm.build import build_model
 from nnqs.lm.tokenizer import BOS, EOS, MASK, PAD, VOCAB_SIZE
 from nnqs.lm.train import TrainConfig, train
 

@@ -5,7 +5,8 @@ from torch import nn
 
 from nnqs.lm.data import Pairs, encode_pairs, generate_pairs
 from nnqs.lm.evaluate import evaluate, evaluate_reference
-from nnqs.lm.models import ModelConfig, build_model
+from nnqs.lm.models import ModelConfig
+from nnqs.lm.build import build_model
 from nnqs.lm.tokenizer import EOS, NEGATIVE, POSITIVE, VOCAB_SIZE, encode, encode_question
 
 

@@ -5,7 +5,8 @@ import torch
 from nnqs.common.errors import UserError
 from nnqs.lm.data import encode_pairs, generate_pairs
 from nnqs.lm.generate import GREEDY, GREEDY_BELOW, Sampling, answer_to_text, filtered_probs, generate, pick_next
-from nnqs.lm.models import ModelConfig, build_model
+from nnqs.lm.models import ModelConfig
+from nnqs.lm.build import build_model
 from nnqs.lm.tokenizer import BOS, EOS, PAD, VOCAB_SIZE
 
 

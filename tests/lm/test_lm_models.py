@@ -4,7 +4,8 @@ import torch
 import torch.nn.functional as F
 
 from nnqs.lm.data import Batch, encode_pairs, generate_pairs, make_batch
-from nnqs.lm.models import DecoderLM, ModelConfig, Seq2SeqLM, build_model
+from nnqs.lm.models import DecoderLM, ModelConfig, Seq2SeqLM
+from nnqs.lm.build import build_model
 from nnqs.lm.tokenizer import ADD, ASSISTANT, PAD, SUBTRACT, USER, VOCAB_SIZE
 
 ARCHS = ["decoder", "seq2seq"]

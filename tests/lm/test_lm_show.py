@@ -5,7 +5,8 @@ import torch
 from nnqs.cli import main
 from nnqs.common.checkpoint import save_checkpoint
 from nnqs.lm.data import encode_pairs, generate_pairs
-from nnqs.lm.models import DecoderLM, ModelConfig, build_model
+from nnqs.lm.models import DecoderLM, ModelConfig
+from nnqs.lm.build import build_model
 from nnqs.lm.show import explain, record_attention
 from nnqs.lm.tokenizer import ANSWER_LEN, encode_question
 from nnqs.nn.attention import SelfAttention
