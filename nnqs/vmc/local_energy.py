@@ -30,7 +30,7 @@ from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.prefix_tree import TREE_MIN_ORBITALS, TREE_ROWS, TreeLogPsi
 
 if TYPE_CHECKING:
-    from nnqs.common.distributed import SingleProcess
+    from nnqs.common.distributed import Communicator
 
 LogPsiFn = Callable[[torch.Tensor], torch.Tensor]
 Estimator = Literal["exact", "sample-space", "heat-bath"]
@@ -184,7 +184,7 @@ CONNECTED_DTYPE = "float32"
 
 
 def share_local_energy(
-    wf, ham, configs: torch.Tensor, log_psi: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
+    wf, ham, configs: torch.Tensor, log_psi: torch.Tensor, estimator: str, max_batch: int, comm: Communicator,
     connected_dtype: str = CONNECTED_DTYPE,
 ) -> tuple[torch.Tensor, int]:
     """Local energies ``(U_r,)`` complex128 of this rank's share of the unique ``configs`` ``(U, n)``

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from nnqs.common.distributed import SingleProcess
+from nnqs.common.distributed import Communicator, SingleProcess
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.keys import lookup, pack, unique_keys, unpack
 from nnqs.vmc.local_energy import LogPsiFn, evaluate_chunked, local_energy
@@ -68,7 +68,7 @@ class Selection:
 def select_core(
     log_psi_fn: LogPsiFn, ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor,
     threshold: float, max_size: int, max_batch: int = 8192, energy: float | None = None,
-    comm: SingleProcess | None = None,
+    comm: Communicator | None = None,
 ) -> Selection:
     """Keep the configurations of ``configs`` ``(U, n)`` (amplitudes ``log_psi`` ``(U,)``) and of
     their connected set whose ``|psi| / max |psi|`` over ``configs`` is at least ``threshold``;

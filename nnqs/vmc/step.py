@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from nnqs.common.distributed import SingleProcess
+from nnqs.common.distributed import Communicator, SingleProcess
 from nnqs.vmc.local_energy import CONNECTED_DTYPE, share_local_energy
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
@@ -67,7 +67,7 @@ ONE_PROCESS = SingleProcess()
 
 
 def estimate(
-    local_energies: torch.Tensor, counts: torch.Tensor, comm: SingleProcess = ONE_PROCESS,
+    local_energies: torch.Tensor, counts: torch.Tensor, comm: Communicator = ONE_PROCESS,
     ratios: torch.Tensor | None = None,
 ) -> EnergyEstimate:
     """Mean, variance and standard error of ``local_energies`` (U,) weighted by ``counts`` (U,)
@@ -95,7 +95,7 @@ def estimate(
 
 
 def share_estimate(
-    wf, ham, configs: torch.Tensor, counts: torch.Tensor, estimator: str, max_batch: int, comm: SingleProcess,
+    wf, ham, configs: torch.Tensor, counts: torch.Tensor, estimator: str, max_batch: int, comm: Communicator,
     known_log_psi: torch.Tensor | None = None, connected_dtype: str = CONNECTED_DTYPE,
     ratios: torch.Tensor | None = None, local: torch.Tensor | None = None,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
@@ -120,7 +120,7 @@ def share_estimate(
 
 def energy_and_loss(
     wf, ham: CompactHamiltonian, configs: torch.Tensor, counts: torch.Tensor,
-    estimator: str = "exact", max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
+    estimator: str = "exact", max_batch: int = 8192, comm: Communicator = ONE_PROCESS,
     known_log_psi: torch.Tensor | None = None, connected_dtype: str = CONNECTED_DTYPE,
     ratios: torch.Tensor | None = None, local: torch.Tensor | None = None,
 ) -> tuple[EnergyEstimate, torch.Tensor]:
@@ -194,7 +194,7 @@ def draw(wf, n_samples: int, generator, unique_max: int = 0) -> tuple[torch.Tens
 
 
 def working_set(
-    wf, cfg: VMCConfig, n_samples: int, generator, core: torch.Tensor | None, comm: SingleProcess,
+    wf, cfg: VMCConfig, n_samples: int, generator, core: torch.Tensor | None, comm: Communicator,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, int]:
     """The configurations a step works on ``(U, n)``, their weights ``(U,)`` (counts, or |psi|^2
     renormalised on the set for ``selection = "core"``), log psi ``(U,)`` where it was computed
@@ -212,7 +212,7 @@ def working_set(
 
 
 def vmc_step(
-    wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator, comm: SingleProcess = ONE_PROCESS,
+    wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator, comm: Communicator = ONE_PROCESS,
     core: torch.Tensor | None = None, core_ham: CoreHamiltonian | None = None,
 ) -> StepResult:
     """Sample (joined to the ``core`` in core mode), estimate, back-propagate, clip, update; in core
@@ -262,7 +262,7 @@ def vmc_step(
 
 
 def sr_rows(
-    configs: torch.Tensor, est: EnergyEstimate, cfg: VMCConfig, step: int, comm: SingleProcess = ONE_PROCESS,
+    configs: torch.Tensor, est: EnergyEstimate, cfg: VMCConfig, step: int, comm: Communicator = ONE_PROCESS,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The rows the natural-gradient step is formed on, as this rank's share: configurations
     ``(K_r, n)``, local energies ``(K_r,)`` and weights ``(K_r,)`` (summing to 1 over the ranks).
@@ -279,7 +279,7 @@ def sr_rows(
 
 def set_sr_gradient(
     wf, configs: torch.Tensor, local_energies: torch.Tensor, weights: torch.Tensor, energy: float, shift: float,
-    comm: SingleProcess = ONE_PROCESS, previous: torch.Tensor | None = None, momentum: float = 0.0,
+    comm: Communicator = ONE_PROCESS, previous: torch.Tensor | None = None, momentum: float = 0.0,
 ) -> None:
     """Write the natural-gradient direction into the parameters' ``.grad``; ``configs`` ``(K, n)``,
     ``local_energies`` ``(K,)`` and ``weights`` ``(K,)``: this rank's share of the rows (:func:`sr_rows`),
@@ -296,7 +296,7 @@ def set_sr_gradient(
 
 
 def final_energy(
-    wf, ham, n_samples: int, generator, max_batch: int = 8192, comm: SingleProcess = ONE_PROCESS,
+    wf, ham, n_samples: int, generator, max_batch: int = 8192, comm: Communicator = ONE_PROCESS,
     unique_max: int = FINAL_UNIQUE_MAX, connected_dtype: str = CONNECTED_DTYPE,
 ) -> EnergyEstimate:
     """Energy from fresh samples with the exact local energy (no gradient); at most ``unique_max``
