@@ -110,16 +110,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_in(folder, spec, cfg: VMCConfig, args: argparse.Namespace, overrides: dict, comm, stop) -> dict:
-    """Reconcile ``cfg`` with the run's own config on --resume, then run."""
-    from nnqs.common.resume import given_keys, resume_config
-    from nnqs.vmc.run import MUTABLE, run_molecule
+    """Run in the claimed ``folder``; on --resume the run's config is reconciled (once, in
+    :func:`nnqs.vmc.run.run_molecule`) with the options given here."""
+    from nnqs.common.resume import given_keys
+    from nnqs.vmc.run import run_molecule
 
-    changes = []
-    if args.resume:
-        cfg, changes = resume_config(VMCConfig, folder, "vmc", cfg, given_keys(args.config, overrides), MUTABLE)
-    cfg = replace(cfg, device=comm.device)  # cuda:LOCAL_RANK under torchrun
+    given = given_keys(args.config, overrides)
+    if comm.device != cfg.device:  # cuda:LOCAL_RANK under torchrun
+        cfg, given = replace(cfg, device=comm.device), given | {"device"}
     return run_molecule(spec, cfg, folder, resume=args.resume, exact=not args.no_exact, comm=comm, stop=stop,
-                        changes=changes, progress=not args.no_progress)
+                        given=given, progress=not args.no_progress)
 
 
 def summary(r: dict, out: str) -> str:

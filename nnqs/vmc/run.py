@@ -10,6 +10,7 @@ seconds, at the end and on SIGINT/SIGTERM), ``result.json`` and ``energy.png``;
 from __future__ import annotations
 
 import csv
+from collections.abc import Collection
 import dataclasses
 import hashlib
 import json
@@ -85,26 +86,23 @@ def make_wavefunction(ham: MolecularHamiltonian, cfg: VMCConfig) -> TransformerW
         )
 
 
-def open_folder(out_dir: str | Path, cfg: VMCConfig, resume: bool, overwrite: bool,
-                ) -> tuple[RunFolder, VMCConfig, list[str]]:
-    """Claim ``out_dir`` for a new, replacing or resumed run; on resume every field of ``cfg``
-    counts as given (:func:`nnqs.common.resume.resume_config`)."""
-    folder, changes = claim(out_dir, "resume" if resume else "overwrite" if overwrite else "new"), []
-    if resume:
-        try:
-            keys = [f.name for f in dataclasses.fields(VMCConfig)]
-            cfg, changes = resume_config(VMCConfig, folder, KIND, cfg, keys, MUTABLE)
-        except BaseException:
-            folder.release()
-            raise
-    return folder, cfg, changes
+def open_folder(out_dir: str | Path, resume: bool, overwrite: bool) -> RunFolder:
+    """Claim ``out_dir`` for a new, replacing or resumed run (:func:`nnqs.common.runfolder.claim`)."""
+    return claim(out_dir, "resume" if resume else "overwrite" if overwrite else "new")
+
+
+def reconcile(folder: RunFolder, cfg: VMCConfig, given: Collection[str] | None) -> tuple[VMCConfig, list[str]]:
+    """The config of a resumed run: its saved one, with the ``given`` fields of ``cfg`` applied where
+    they may change (all fields when None; :func:`nnqs.common.resume.resume_config`), and the changes."""
+    keys = [f.name for f in dataclasses.fields(VMCConfig)] if given is None else given
+    return resume_config(VMCConfig, folder, KIND, cfg, keys, MUTABLE)
 
 
 def run_molecule(
     spec: MoleculeSpec, cfg: VMCConfig, out_dir: str | Path | RunFolder, *, resume: bool = False,
     overwrite: bool = False, init_model: dict | None = None, progress: bool = True, exact: bool = True,
     init_core: torch.Tensor | None = None,
-    comm: Communicator | None = None, stop: StopSignal | None = None, changes: list[str] | None = None,
+    comm: Communicator | None = None, stop: StopSignal | None = None, given: Collection[str] | None = None,
 ) -> dict:
     """Run VMC on ``spec``; return (and write) the result dict. ``init_model`` warm-starts (the
     network's weights; ``init_core``, the core ``(M, n)`` it starts from, else Hartree-Fock).
@@ -115,20 +113,21 @@ def run_molecule(
     step boundary after a checkpoint. With a communicator over several ranks
     (:mod:`nnqs.common.distributed`) every rank runs the same steps on its share of the
     samples; rank 0 alone computes the references and writes the files, progress and
-    checkpoints (all ranks read the checkpoint on ``resume``). ``changes``: the options a
-    resume changed (``"steps 20 -> 40"``), for the note that says where the run continues.
+    checkpoints (all ranks read the checkpoint on ``resume``). On ``resume`` the run's saved
+    config is reconciled here, once, with the fields of ``cfg`` named in ``given`` (the options a
+    user set; all of them when None): a change to a fixed setting is refused in one line.
     """
     comm = comm or SingleProcess(cfg.device)
     apply_threads(cfg.threads)
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("device cuda requested but CUDA is not available")
     owned = comm.is_root and not isinstance(out_dir, RunFolder)
-    changes = list(changes or [])
     if owned:
-        folder, cfg, changes = open_folder(out_dir, cfg, resume, overwrite)
+        folder = open_folder(out_dir, resume, overwrite)
     else:
         folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(Path(out_dir), None)
     try:
+        cfg, changes = reconcile(folder, cfg, given) if resume else (cfg, [])
         return _run(spec, cfg, folder, resume, (init_model, init_core), progress, exact, comm, stop, changes)
     finally:
         if owned:
