@@ -27,6 +27,7 @@ FLAGS = {
     "sr_shift": (float, "SR diagonal shift relative to the mean diagonal"),
     "sr_momentum": (float, "SPRING momentum of the SR direction, in [0, 1) (0: plain minSR)"),
     "grad_clip": (float, "largest norm of the applied direction"),
+    "grad_clip_sampled": (float, "largest norm of the applied direction where the SR step is subsampled"),
     "sr_momentum_schedule": (str, "ramp (the momentum rises from 0 as the learning rate decays) or constant"),
     "sr_exact_max": (int, "the SR step keeps every row of a working set up to this size: exact minSR"),
     "sr_rows": (int, "above it, the SR step is taken on a subsample of this expected size"),

@@ -241,7 +241,8 @@ def vmc_step(
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip))
+    sampled = cfg.optimizer == "sr" and len(configs) > max(cfg.sr_exact_max, cfg.sr_rows)
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip_sampled if sampled else cfg.grad_clip))
     if cfg.optimizer == "sr" and cfg.sr_momentum:
         for p in wf.parameters():  # the direction applied (after clipping): the next step's momentum
             opt.state[p]["sr_previous"] = p.grad.detach().clone()
