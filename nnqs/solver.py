@@ -40,9 +40,13 @@ class FCISolver:
             if not hasattr(self, name):
                 raise ValueError(f"FCISolver: unknown setting {name!r} (the fields of nnqs.vmc.config.VMCConfig)")
             setattr(self, name, value)
-        self.verbose, self.nroots, self.spin = verbose, 1, None
+        self.verbose, self.nroots, self.spin, self.wfnsym = verbose, 1, None, None  # PySCF reads the last three
         self.e_sampled = self.core_weight = None
         self._model: tuple | None = None  # (norb, n_alpha, n_beta), the last network's weights and core
+
+    def dump_flags(self, verbose=None) -> "FCISolver":
+        """PySCF's hook for printing a solver's settings (PySCF's wrappers call it); nothing to print."""
+        return self
 
     def config(self) -> VMCConfig:
         """The VMC settings now on the solver's attributes."""
@@ -52,6 +56,9 @@ class FCISolver:
         """Run VMC on the active-space Hamiltonian; return ``(e_tot, ci)`` (Hartree; ``ci``: PySCF's CI array)."""
         from nnqs.vmc.civector import to_pyscf
 
+        if self.nroots != 1 or kwargs.get("nroots", 1) != 1:
+            raise ValueError("nnqs.FCISolver solves for the ground state only (nroots = 1): state-averaged or "
+                             "multi-root CASSCF/CASCI is not supported")
         ham = active_hamiltonian(h1e, eri, norb, nelec, ecore)
         nelec = (ham.n_alpha, ham.n_beta)
         configs, amplitudes, e_sampled = self._run_vmc(ham)

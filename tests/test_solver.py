@@ -86,3 +86,14 @@ def test_bad_input_is_one_clear_value_error(args, words):
 def test_unknown_settings_are_refused():
     with pytest.raises(ValueError, match="unknown setting 'stepz'"):
         nnqs.FCISolver(stepz=3)
+
+
+def test_state_averaged_casscf_is_refused_in_one_clear_line(water):
+    from pyscf import mcscf
+
+    mc = mcscf.CASSCF(water, 4, 4)
+    mc.verbose = 0
+    mc.fcisolver = nnqs.FCISolver(steps=2)
+    mc = mcscf.state_average_(mc, [0.5, 0.5])
+    with pytest.raises(ValueError, match="ground state only"):
+        mc.kernel()
