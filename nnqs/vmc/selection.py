@@ -143,26 +143,7 @@ def pt2_correction(ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torc
 
 def set_hamiltonian(ham: CompactHamiltonian, configs: torch.Tensor):
     """H restricted to ``configs`` ``(M, n)`` as a scipy CSR matrix ``(M, M)`` (rows in input order)."""
-    import scipy.sparse as sp
-
-    keys = pack(configs)
-    own, inverse = unique_keys(keys)
-    position = torch.empty(len(own), dtype=torch.long, device=keys.device)
-    position[inverse] = torch.arange(len(configs), device=keys.device)
-    rows, cols, vals = [], [], []
-    chunk = rows_per_chunk(ham)
-    for start in range(0, len(configs), chunk):
-        conn = ham.connections(configs[start : start + chunk])
-        owner, k = torch.nonzero(conn.elements, as_tuple=True)
-        slot = lookup(own, conn.keys[owner, k])
-        inside = slot >= 0
-        rows.append((owner[inside] + start).cpu())
-        cols.append(position[slot[inside]].cpu())
-        vals.append(conn.elements[owner, k][inside].cpu())
-        idx = torch.arange(start, start + len(conn.diagonal))
-        rows.append(idx), cols.append(idx), vals.append(conn.diagonal.cpu())
-    r, c, v = (torch.cat(x).numpy() for x in (rows, cols, vals))
-    return sp.csr_matrix((v, (r, c)), shape=(len(configs), len(configs)))
+    return set_hamiltonian_rows(ham, configs, torch.arange(len(configs), device=configs.device))
 
 
 def lowest_eigenpairs(ham: CompactHamiltonian, configs: torch.Tensor, roots: int = 1) -> tuple[np.ndarray, np.ndarray]:
