@@ -241,7 +241,7 @@ def vmc_step(
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())
-    sampled = cfg.optimizer == "sr" and len(configs) > max(cfg.sr_exact_max, cfg.sr_rows)
+    sampled = cfg.optimizer == "sr" and subsampled(len(configs), cfg)
     grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip_sampled if sampled else cfg.grad_clip))
     if cfg.optimizer == "sr" and cfg.sr_momentum:
         for p in wf.parameters():  # the direction applied (after clipping): the next step's momentum
@@ -262,6 +262,11 @@ def vmc_step(
     )
 
 
+def subsampled(n_rows: int, cfg: VMCConfig) -> bool:
+    """Whether the SR step on a working set of ``n_rows`` is taken on a subsample (above ``sr_exact_max``)."""
+    return n_rows > max(cfg.sr_exact_max, cfg.sr_rows)
+
+
 def sr_rows(
     configs: torch.Tensor, est: EnergyEstimate, cfg: VMCConfig, step: int, comm: Communicator = ONE_PROCESS,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -270,7 +275,7 @@ def sr_rows(
     Up to ``cfg.sr_exact_max`` configurations, the whole set ``configs`` ``(U, n)`` (exact minSR);
     above, a subsample of expected size ``cfg.sr_rows`` (:func:`nnqs.vmc.sr.subsample_rows`), drawn
     from a generator seeded by the run's seed and the step (the same on every rank, and on resume)."""
-    if len(configs) <= max(cfg.sr_exact_max, cfg.sr_rows):
+    if not subsampled(len(configs), cfg):
         return comm.share(configs), est.local_energies, est.weights
     generator = torch.Generator(device=configs.device).manual_seed(cfg.seed * 1_000_003 + step)
     sample = subsample_rows(comm.unshare(est.weights), cfg.sr_rows, generator)
