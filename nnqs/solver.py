@@ -8,8 +8,10 @@ its selected core, normalised there, as PySCF's ``(n_a, n_b)`` CI array
 (:mod:`nnqs.vmc.civector`): its RDMs are exact for that vector (PySCF's own contractions), and the
 energy returned is its Rayleigh quotient, so that energy and RDMs agree, as CASSCF's orbital gradient
 needs. Where the core holds the whole sector (small active spaces) that vector is the network's
-state itself; elsewhere ``solver.core_weight`` says how much of the network's weight the core holds
-and ``solver.e_sampled`` is the network's own energy from fresh samples (Hartree).
+state itself; elsewhere ``solver.core_weight`` says how much of the network's weight the core holds,
+``solver.e_sampled`` is the network's own energy from fresh samples (Hartree), and
+``solver.rdm1_sampled`` / ``solver.rdm1_stderr`` are the whole state's spin-summed 1-RDM from fresh
+samples and its elements' standard errors (:mod:`nnqs.vmc.sampled_rdm`; None where the core is the sector).
 
 Every field of :class:`nnqs.vmc.config.VMCConfig` is an attribute (``solver.steps``, ``solver.seed``,
 ...). Between calls the network is kept and warm-starts the next one (CASSCF's macro-iterations); a
@@ -41,7 +43,7 @@ class FCISolver:
                 raise ValueError(f"FCISolver: unknown setting {name!r} (the fields of nnqs.vmc.config.VMCConfig)")
             setattr(self, name, value)
         self.verbose, self.nroots, self.spin, self.wfnsym = verbose, 1, None, None  # PySCF reads the last three
-        self.e_sampled = self.core_weight = None
+        self.e_sampled = self.core_weight = self.rdm1_sampled = self.rdm1_stderr = None
         self._model: tuple | None = None  # (norb, n_alpha, n_beta), the last network's weights and core
 
     def dump_flags(self, verbose=None) -> "FCISolver":
@@ -61,13 +63,14 @@ class FCISolver:
                              "multi-root CASSCF/CASCI is not supported")
         ham = active_hamiltonian(h1e, eri, norb, nelec, ecore)
         nelec = (ham.n_alpha, ham.n_beta)
-        configs, amplitudes, e_sampled = self._run_vmc(ham)
+        configs, amplitudes = self._run_vmc(ham)
         ci = to_pyscf(configs, amplitudes, norb, nelec)
-        self.e_sampled, self.core_weight = e_sampled, None
         return self.energy(ham.h1e, ham.eri, ci, norb, nelec) + ham.e_core, ci
 
-    def _run_vmc(self, ham) -> tuple[torch.Tensor, np.ndarray, float]:
-        """The network's core ``(M, n)``, its normalised real amplitudes there ``(M,)``, its sampled energy."""
+    def _run_vmc(self, ham) -> tuple[torch.Tensor, np.ndarray]:
+        """The network's core ``(M, n)`` and its normalised real amplitudes there ``(M,)``; sets
+        ``e_sampled``, ``core_weight`` and, where the core is not the sector, ``rdm1_sampled`` and
+        ``rdm1_stderr`` (the whole state's 1-RDM from samples and its standard errors)."""
         from hamiltonians import MoleculeSpec, write_fcidump
         from nnqs.common.checkpoint import load_checkpoint
         from nnqs.vmc.driver import KIND
@@ -82,6 +85,12 @@ class FCISolver:
             result = run_molecule(MoleculeSpec(name="active space", fcidump=str(dump)), self.config(), Path(scratch) / "run",
                                   init_model=warm, init_core=core, progress=self.verbose, exact=False)
             data = load_checkpoint(Path(scratch) / "run", KIND)
+            sampled = result.get("properties_sampled")
+            self.rdm1_sampled = self.rdm1_stderr = None
+            if sampled:
+                self.rdm1_sampled = np.load(Path(scratch) / "run" / "rdm1_sampled.npy")
+                self.rdm1_stderr = np.load(Path(scratch) / "run" / "rdm1_stderr.npy")
+        self.e_sampled, self.core_weight = float(result["energy"]), sampled["core_weight"] if sampled else 1.0
         wf = TransformerWavefunction(**data["model_config"])
         wf.load_state_dict(data["model"])
         core = data["extras"].get("core")
@@ -91,7 +100,7 @@ class FCISolver:
         with torch.no_grad():
             log_psi = wf.log_psi(core).to(torch.complex128)
         psi = torch.exp(log_psi - log_psi.real.max()).real.numpy()
-        return core, psi / np.linalg.norm(psi), float(result["energy"])
+        return core, psi / np.linalg.norm(psi)
 
     @staticmethod
     def energy(h1e, eri, ci: np.ndarray, norb: int, nelec) -> float:

@@ -66,6 +66,28 @@ def test_casci_with_the_network_equals_pyscfs_fci_solver(water):
     s2, multiplicity = mc.fcisolver.spin_square(mc.ci, 4, (2, 2))
     assert s2 < 1e-3 and multiplicity == pytest.approx(1.0, abs=2e-3)
     assert np.isfinite(mc.fcisolver.e_sampled)
+    assert mc.fcisolver.core_weight > 0.999  # the core holds nearly all of the state
+
+
+def test_a_core_smaller_than_the_sector_gives_the_sampled_rdm_with_errors(water):
+    """CAS(4,4) has 36 determinants; a core of at most 12 leaves part of the state outside it, whose
+    1-RDM then comes from samples (the estimator itself is held against PySCF in test_sampled_rdm)."""
+    from pyscf import mcscf
+
+    reference = mcscf.CASCI(water, 4, 4)
+    reference.verbose = 0
+    reference.kernel()
+    mc = mcscf.CASCI(water, 4, 4)
+    mc.verbose = 0
+    mc.fcisolver = nnqs.FCISolver(steps=30, seed=1, core_max=12, teacher_max=12)
+    mc.kernel()
+    solver = mc.fcisolver
+    assert 0.9 < solver.core_weight < 1.0
+    dm1 = solver.rdm1_sampled
+    assert dm1.shape == (4, 4) and np.allclose(dm1, dm1.T) and np.trace(dm1) == pytest.approx(4.0, abs=1e-9)
+    assert solver.rdm1_stderr.shape == (4, 4) and (solver.rdm1_stderr >= 0).all()
+    dm1_ref = reference.fcisolver.make_rdm1(reference.ci, 4, (2, 2))
+    assert np.abs(dm1 - dm1_ref).max() < 2e-2  # the network's state, near FCI's
 
 
 @pytest.mark.parametrize("args, words", [

@@ -1,6 +1,9 @@
 """What a finished run says besides its energy: the 1-RDM of the network's vector on its core, its
 natural-orbital occupations, <S^2> and, for a geometry, the dipole moment; FCI's beside them where
-the sector is small enough to diagonalise.
+the sector is small enough to diagonalise. Where the core does not hold the whole sector, the 1-RDM
+and the dipole moment of the network's whole state are also estimated from fresh samples, with
+standard errors (:mod:`nnqs.vmc.sampled_rdm`), and the share of the state's weight on the core is
+reported (``core_weight``).
 
 The vector is the network's amplitudes on its selected core, normalised there, as PySCF's CI array
 (:mod:`nnqs.vmc.civector`), so the RDM and <S^2> are PySCF's exact contractions of it. The dipole moment (atomic units, e a0) adds
@@ -15,9 +18,11 @@ import torch
 from hamiltonians import MolecularHamiltonian, MoleculeSpec
 from hamiltonians.sector import sector_dim
 from nnqs.vmc.civector import to_pyscf
+from nnqs.vmc.sampled_rdm import SampledRDM, rdm1_estimate
 
 FCI_PROPERTIES_MAX = 10**6  # determinants up to which FCI's RDM is computed beside the network's
 CI_ARRAY_MAX = 2 * 10**8  # determinants of the largest sector held as a PySCF CI array (1.6 GB)
+SAMPLED_UNIQUE_MAX = 4096  # unique configurations of the sampled 1-RDM (each costs its single moves' passes)
 
 
 def core_vector(wf, core: torch.Tensor, max_batch: int = 8192) -> np.ndarray:
@@ -40,6 +45,46 @@ def rdm_properties(ci: np.ndarray, ham: MolecularHamiltonian, spec: MoleculeSpec
     if dipole is not None:
         out.update(dipole_au=dipole.tolist(), dipole_norm_au=float(np.linalg.norm(dipole)))
     return out, rdm1
+
+
+def dipole_parts(ham: MolecularHamiltonian, spec: MoleculeSpec | None) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """The dipole moment (a.u.) as ``offset + sum_pq D_k[p, q] rdm1[p, q]``: ``(offset (3,), [D_x, D_y,
+    D_z])``, the offset being the nuclei and the frozen core (PySCF's ``dip_moment``, origin 0); None
+    without orbitals."""
+    if ham.mo_coeff is None or spec is None or spec.atom is None:
+        return None
+    from hamiltonians.integrals import make_mole
+
+    mol = make_mole(spec)
+    with mol.with_common_orig((0, 0, 0)):
+        ao = mol.intor_symmetric("int1e_r", comp=3)
+    active = ham.mo_coeff[:, ham.n_core :]
+    offset = dipole_moment(np.zeros((ham.n_orbitals, ham.n_orbitals)), ham, spec)
+    return offset, [-(active.T @ ao[k] @ active) for k in range(3)]
+
+
+def sampled_properties(wf, ham: MolecularHamiltonian, spec: MoleculeSpec | None, core: torch.Tensor, n_samples: int,
+                       generator, unique_max: int = SAMPLED_UNIQUE_MAX, max_batch: int = 8192) -> tuple[dict, SampledRDM]:
+    """The 1-RDM of the network's whole state from ``n_samples`` fresh samples (at most ``unique_max``
+    unique ones), its natural occupations and dipole moment with standard errors, and the share of
+    the state's weight on ``core``."""
+    from nnqs.vmc.step import draw
+
+    with torch.no_grad():
+        configs, counts = draw(wf, n_samples, generator, unique_max)
+        ratios = wf.sampling_ratio(configs, chunk_size=max_batch)
+        on_core = torch.exp(2 * wf.log_psi(core, chunk_size=max_batch).real).sum()
+    norm = 1.0 if ratios is None else float((counts.double() * ratios.double()).sum() / counts.sum())
+    parts = dipole_parts(ham, spec)
+    est = rdm1_estimate(wf, configs, counts, ratios, functionals=None if parts is None else parts[1], chunk_size=max_batch)
+    out = {"n_unique": est.n_unique, "natural_occupations": np.linalg.eigvalsh(est.rdm1)[::-1].tolist(),
+           "rdm1_stderr_max": float(est.stderr.max()), "trace": float(np.trace(est.rdm1)),
+           "core_weight": min(1.0, float(on_core) / norm)}
+    if parts is not None:
+        dipole = parts[0] + est.functionals
+        out.update(dipole_au=dipole.tolist(), dipole_stderr_au=est.functional_stderr.tolist(),
+                   dipole_norm_au=float(np.linalg.norm(dipole)))
+    return out, est
 
 
 def dipole_moment(rdm1: np.ndarray, ham: MolecularHamiltonian, spec: MoleculeSpec | None) -> np.ndarray | None:
@@ -74,8 +119,10 @@ def run_properties(wf, ham: MolecularHamiltonian, spec: MoleculeSpec | None, cor
     return mine, rdm1, fci
 
 
-def plot_occupations(path, mine: list[float], fci: list[float] | None, title: str = "") -> None:
-    """Natural-orbital occupations of the network (and FCI's) on a log scale of their distance from 0 or 2."""
+def plot_occupations(path, mine: list[float], fci: list[float] | None, title: str = "",
+                     sampled: list[float] | None = None) -> None:
+    """Natural-orbital occupations of the network on its core (its whole state's from samples, FCI's)
+    on a log scale of their distance from 0 or 2."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,6 +131,9 @@ def plot_occupations(path, mine: list[float], fci: list[float] | None, title: st
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     index = np.arange(1, len(mine) + 1)
     ax.semilogy(index, [max(min(v, 2 - v), 1e-12) for v in mine], "o", color="C0", label="network (its core)")
+    if sampled is not None:
+        ax.semilogy(index, [max(min(v, 2 - v), 1e-12) for v in sampled], "s", mfc="none", color="C1",
+                    label="network (sampled)")
     if fci is not None:
         ax.semilogy(index, [max(min(v, 2 - v), 1e-12) for v in fci], "x", color="k", label="FCI")
     ax.set_xlabel("natural orbital")

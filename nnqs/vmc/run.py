@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from hamiltonians import InputError, MolecularHamiltonian, MoleculeSpec, exact_references
+from hamiltonians.sector import sector_dim
 from nnqs.common.atomic import atomic_write_bytes, atomic_write_text
 from nnqs.common.checkpoint import load_checkpoint
 from nnqs.common.config import apply_threads, config_to_toml
@@ -40,7 +41,7 @@ from nnqs.vmc.orbitals import hamiltonian_for
 from nnqs.vmc.driver import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, run_vmc, save_state
 from nnqs.vmc.plots import plot_energy
 from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
-from nnqs.vmc.properties import plot_occupations, run_properties
+from nnqs.vmc.properties import plot_occupations, run_properties, sampled_properties
 from nnqs.vmc.sci import SelectedCI, selected_ci
 from nnqs.vmc.pretrain_store import FILE as PRETRAIN_FILE, PretrainStore
 from nnqs.vmc.selection import core_energies
@@ -209,19 +210,27 @@ def _finish(wf, ham, compact: CompactHamiltonian, spec, state, cfg: VMCConfig, r
     result = _result(ham, refs, final, cfg, wf, 0.0)
     if state.core is not None and comm.is_root:
         result.update(core_energies(wf, compact, state.core, cfg.max_batch))
-        _write_properties(folder.path, result, wf, ham, spec, state.core, cfg.max_batch)
+        _write_properties(folder.path, result, wf, ham, spec, state, cfg)
     return result
 
 
-def _write_properties(out: Path, result: dict, wf, ham, spec, core: torch.Tensor, max_batch: int) -> None:
-    """The network's 1-RDM properties (FCI's beside them where it fits) into ``result``, ``rdm1.npy`` and
-    ``natural_occupations.png`` (:mod:`nnqs.vmc.properties`)."""
-    mine, rdm1, fci = run_properties(wf, ham, spec, core, max_batch)
+def _write_properties(out: Path, result: dict, wf, ham, spec, state, cfg: VMCConfig) -> None:
+    """The network's 1-RDM properties on its core (FCI's beside them where it fits) into ``result``,
+    ``rdm1.npy`` and ``natural_occupations.png``; where the core is not the whole sector, the whole
+    state's sampled 1-RDM too (``properties_sampled``, ``rdm1_sampled.npy``, ``rdm1_stderr.npy``)."""
+    mine, rdm1, fci = run_properties(wf, ham, spec, state.core, cfg.max_batch)
     result["properties"], result["fci_properties"] = mine, fci
+    sampled = None
+    if len(state.core) < sector_dim(ham.n_orbitals, ham.n_alpha, ham.n_beta):
+        result["properties_sampled"], est = sampled_properties(wf, ham, spec, state.core, cfg.final_samples,
+                                                               state.generator, max_batch=cfg.max_batch)
+        atomic_write_bytes(out / "rdm1_sampled.npy", lambda fh: np.save(fh, est.rdm1))
+        atomic_write_bytes(out / "rdm1_stderr.npy", lambda fh: np.save(fh, est.stderr))
+        sampled = result["properties_sampled"]["natural_occupations"]
     if rdm1 is not None:
         atomic_write_bytes(out / "rdm1.npy", lambda fh: np.save(fh, rdm1))
         plot_occupations(out / "natural_occupations.png", mine["natural_occupations"],
-                         None if fci is None else fci["natural_occupations"], ham.description)
+                         None if fci is None else fci["natural_occupations"], ham.description, sampled)
 
 
 def peak_rss_mb() -> float:
