@@ -24,7 +24,8 @@ from hamiltonians import build_hamiltonian, get_spec
 from nnqs.common.distributed import SingleProcess
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.local_energy import share_local_energy
-from nnqs.vmc.step import FINAL_UNIQUE_MAX, draw, estimate
+from nnqs.vmc.draws import draw
+from nnqs.vmc.estimates import FINAL_UNIQUE_MAX, estimate
 
 DRAW_SEED = 20240
 
@@ -69,7 +70,7 @@ def from_run(run_dir: str, molecule: str, basis: str):
 
 def toy_model():
     """A few AdamW steps of a tiny model on LiH: a state that is not the initial one."""
-    from nnqs.vmc.driver import new_state, one_vmc_step
+    from nnqs.vmc.vmc_loop import new_state, one_vmc_step
     from nnqs.vmc.run import make_wavefunction
     from nnqs.vmc.config import toy_config
 

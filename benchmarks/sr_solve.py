@@ -70,7 +70,7 @@ def run_saved(run_dir: str, molecule: str, basis: str, repeats: int, threads: in
     from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
     from nnqs.vmc.selection import set_weights
     from nnqs.vmc.sr import SplitJacobian, split_jacobian
-    from nnqs.vmc.step import energy_and_loss
+    from nnqs.vmc.estimates import energy_and_loss
     from nnqs.vmc.wavefunction import TransformerWavefunction
 
     reuse_freed_memory()  # as the command line does: no page faults on each call's buffers

@@ -31,7 +31,7 @@ import torch
 from benchmarks.common import benchmark_parser, emit, software
 from hamiltonians import MoleculeSpec, build_hamiltonian
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
-from nnqs.vmc.driver import new_state
+from nnqs.vmc.vmc_loop import new_state
 from nnqs.vmc.run import make_wavefunction
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi

@@ -41,7 +41,7 @@ import torch
 
 from benchmarks.common import benchmark_parser, emit, system_spec, timed
 from hamiltonians import build_hamiltonian
-from nnqs.vmc.driver import new_state
+from nnqs.vmc.vmc_loop import new_state
 import nnqs.vmc.local_energy as le
 from nnqs.vmc.compact_hamiltonian import ELEMENT_CUTOFF, CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy

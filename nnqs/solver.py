@@ -73,7 +73,7 @@ class FCISolver:
         ``rdm1_stderr`` (the whole state's 1-RDM from samples and its standard errors)."""
         from hamiltonians import MoleculeSpec, write_fcidump
         from nnqs.common.checkpoint import load_checkpoint
-        from nnqs.vmc.driver import KIND
+        from nnqs.vmc.vmc_loop import KIND
         from nnqs.vmc.run import run_molecule
         from nnqs.vmc.wavefunction import TransformerWavefunction
 

@@ -2,7 +2,6 @@
 exact eigenvector; one clear ValueError for each kind of bad input."""
 import numpy as np
 import pytest
-import torch
 
 import nnqs
 from nnqs.solver import active_hamiltonian

@@ -83,10 +83,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", help="run folder (default runs/<system>); one run per folder")
     add_run_arguments(p)
     p.add_argument("--no-exact", action="store_true", help="skip HF/CCSD(T)/FCI references")
-    p.set_defaults(func=run)
+    p.set_defaults(func=vmc_command)
 
 
-def run(args: argparse.Namespace) -> int:
+def vmc_command(args: argparse.Namespace) -> int:
     from nnqs.common.distributed import from_environment
     from nnqs.common.runfolder import RunFolder, claim
 

@@ -115,7 +115,7 @@ def _all_finite(tensors: list[torch.Tensor]) -> bool:
 
 @dataclass
 class DivergenceGuard:
-    """Wraps each step of :func:`nnqs.common.loop.run_loop`; see the module docstring.
+    """Wraps each step of :func:`nnqs.common.loop.step_loop`; see the module docstring.
 
     ``log(line)`` receives one line per event; ``checkpoint`` is named in the
     final error message.

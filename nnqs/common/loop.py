@@ -3,7 +3,7 @@
 :class:`LoopState` is what changes during a run: model, optimizer, LambdaLR schedule, the
 run's ``torch.Generator`` (VMC: the sampler's; LM: the batch order's), the step count,
 and the mode's own counters (:meth:`LoopState.counters`, restored by a rollback) and
-extras (:meth:`LoopState.extras`, saved in a checkpoint). :func:`run_loop` steps it:
+extras (:meth:`LoopState.extras`, saved in a checkpoint). :func:`step_loop` steps it:
 the mode's ``step_fn`` does one optimizer step and returns a small result; the
 :class:`~nnqs.common.guard.DivergenceGuard` rejects non-finite steps; callbacks
 ``cb(result, state)`` (history row, checkpoint, progress) run after each accepted step;
@@ -60,7 +60,7 @@ class LoopState:
 Callback = Callable[[Any, LoopState], None]
 
 
-def run_loop(
+def step_loop(
     state: LoopState, step_fn: Callable[[LoopState], R], total: int, callbacks: Iterable[Callback] = (),
     guard: DivergenceGuard | None = None, stop: StopSignal | None = None,
     save: Callable[[LoopState], None] | None = None, agree: Callable[[bool], bool] | None = None,
@@ -93,7 +93,7 @@ def honour_stop(
     state: LoopState, stop: StopSignal | None, save: Callable[[LoopState], None] | None = None,
     agree: Callable[[bool], bool] | None = None,
 ) -> None:
-    """At a step boundary: if ``stop`` holds a signal (all ranks agreeing, see :func:`run_loop`),
+    """At a step boundary: if ``stop`` holds a signal (all ranks agreeing, see :func:`step_loop`),
     ``save(state)`` and raise :class:`Interrupted`; otherwise return."""
     requested = stop is not None and stop.requested
     if stop is not None and (agree(requested) if agree is not None else requested):

@@ -7,7 +7,7 @@ at most 3,000 steps of 256 pairs, stopping once validation exact match reached
 ``target_exact`` (1.0) at two validations in a row. Figures per architecture:
 benchmarks/RESULTS.md. The validation set is generated with a different seed
 (``seed + VAL_SEED_OFFSET``) and excludes every training question. The loop is the
-shared skeleton (:func:`nnqs.common.loop.run_loop`): :func:`lm_step` does one
+shared skeleton (:func:`nnqs.common.loop.step_loop`): :func:`lm_step` does one
 optimizer step; validation, history, checkpoints and progress are callbacks.
 """
 # Over 300 lines: the config, the run state, the step and the stop rule of one training belong together.
@@ -27,7 +27,7 @@ from nnqs.common.config import check_threads
 from nnqs.common.errors import UserError
 from nnqs.common.guard import DivergenceGuard
 from nnqs.common.interrupt import StopSignal
-from nnqs.common.loop import Callback, LoopState, honour_stop, run_loop
+from nnqs.common.loop import Callback, LoopState, honour_stop, step_loop
 from nnqs.lm.data import Batch, Pairs, encode_pairs, generate_pairs, load_pairs
 from nnqs.lm.evaluate import evaluate
 from nnqs.lm.models import ModelConfig, n_parameters
@@ -292,7 +292,7 @@ def train(
 ) -> TrainRun:
     """Train the model ``cfg`` describes (or continue ``run``, e.g. restored from a checkpoint);
     validate every ``cfg.eval_every`` steps and at the end; stop early once the last two
-    validations reached ``cfg.target_exact``. ``stop``/``save``: see :func:`nnqs.common.loop.run_loop`."""
+    validations reached ``cfg.target_exact``. ``stop``/``save``: see :func:`nnqs.common.loop.step_loop`."""
     run = start_run(cfg) if run is None else run
     run.started = time.perf_counter() - run.wall_s
     run.model.train()
@@ -301,7 +301,7 @@ def train(
     with stop.deferred() if stop is not None else nullcontext():
         while run.step < cfg.steps and not run.reached_target():
             end = min(cfg.steps, (run.step // cfg.eval_every + 1) * cfg.eval_every)
-            run_loop(run, lm_step, end, [validate, *callbacks], guard, stop, save)
+            step_loop(run, lm_step, end, [validate, *callbacks], guard, stop, save)
         honour_stop(run, stop, save)  # a signal after the last segment's boundary check
     if run.step < cfg.steps and save is not None:
         save(run)  # stopped early: the final checkpoint

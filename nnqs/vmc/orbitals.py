@@ -14,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-import torch
-
 from hamiltonians import MolecularHamiltonian, MoleculeSpec, build_hamiltonian
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.configurations import hf_tokens

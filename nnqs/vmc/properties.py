@@ -68,7 +68,7 @@ def sampled_properties(wf, ham: MolecularHamiltonian, spec: MoleculeSpec | None,
     """The 1-RDM of the network's whole state from ``n_samples`` fresh samples (at most ``unique_max``
     unique ones), its natural occupations and dipole moment with standard errors, and the share of
     the state's weight on ``core``."""
-    from nnqs.vmc.step import draw
+    from nnqs.vmc.draws import draw
 
     with torch.no_grad():
         configs, counts = draw(wf, n_samples, generator, unique_max)

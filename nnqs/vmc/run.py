@@ -38,7 +38,7 @@ from nnqs.common.resume import resume_checkpoint, resume_config
 from nnqs.common.runfolder import RunFolder, claim
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.orbitals import hamiltonian_for
-from nnqs.vmc.driver import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, run_vmc, save_state
+from nnqs.vmc.vmc_loop import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, vmc_steps, save_state
 from nnqs.vmc.plots import plot_energy
 from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
 from nnqs.vmc.properties import plot_occupations, run_properties, sampled_properties
@@ -46,7 +46,7 @@ from nnqs.vmc.sci import SelectedCI, selected_ci
 from nnqs.vmc.pretrain_store import FILE as PRETRAIN_FILE, PretrainStore
 from nnqs.vmc.selection import core_energies
 from nnqs.vmc.config import VMCConfig
-from nnqs.vmc.step import FINAL_UNIQUE_MAX, final_energy
+from nnqs.vmc.estimates import FINAL_UNIQUE_MAX, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
 # Options a resumed run may change (applied and recorded in config.toml); all others are fixed.
@@ -129,13 +129,13 @@ def run_molecule(
         folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(Path(out_dir), None)
     try:
         cfg, changes = reconcile(folder, cfg, given) if resume else (cfg, [])
-        return _run(spec, cfg, folder, resume, (init_model, init_core), progress, exact, comm, stop, changes)
+        return _solve(spec, cfg, folder, resume, (init_model, init_core), progress, exact, comm, stop, changes)
     finally:
         if owned:
             folder.release()
 
 
-def _run(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, progress: bool, exact: bool,
+def _solve(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, progress: bool, exact: bool,
          comm: Communicator, stop: StopSignal | None, changes: list[str]) -> dict:
     start = time.perf_counter()
     if comm.is_root and not resume:
@@ -192,7 +192,7 @@ def _optimise(state, compact: CompactHamiltonian, cfg: VMCConfig, folder: RunFol
     guard = DivergenceGuard(log=event_logger(folder.path / "events.log") if state.comm.is_root else None,
                             checkpoint=folder.checkpoint)
     try:
-        run_vmc(state, compact, cfg, callbacks, guard, stop, save)
+        vmc_steps(state, compact, cfg, callbacks, guard, stop, save)
     finally:
         if history is not None:
             history.close()

@@ -13,7 +13,7 @@ so that <E_pq> = E_{x ~ |psi|^2} [L_pq(x)] (the matrix elements are real: <x|a+_
 two. The ansatz is real, so the estimate is symmetrised, ``(L + L^T) / 2``, as PySCF's ``make_rdm1``
 of a real vector is symmetric.
 
-Samples come from the network's P with the weights of :func:`nnqs.vmc.step.estimate` (counts, times
+Samples come from the network's P with the weights of :func:`nnqs.vmc.estimates.estimate` (counts, times
 |psi|^2 / P for the real ansatz, self-normalised); each element's standard error is that estimator's.
 Any linear functional of the 1-RDM (a dipole component) gets its own error from its local values,
 ``functional_estimates``. Slow twin: the same sums with the whole sector weighted by the exact

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-import nnqs.vmc.driver
+import nnqs.vmc.vmc_loop
 from nnqs.common.checkpoint import load_checkpoint
 from nnqs.cli import main
 from nnqs.common.guard import DivergenceError, DivergenceGuard, non_finite_reason, scale_learning_rate
@@ -22,7 +22,7 @@ ARGS = ["vmc", "H2", "--steps", "12", "--d-model", "8", "--n-layers", "1", "--fi
 
 def inject(monkeypatch, bad_calls, what):
     """Make the step calls numbered ``bad_calls`` (0-based) end with a non-finite ``what``."""
-    real = nnqs.vmc.driver.vmc_step
+    real = nnqs.vmc.vmc_loop.vmc_step
     calls = []
 
     def step(wf, *args, **kwargs):
@@ -36,7 +36,7 @@ def inject(monkeypatch, bad_calls, what):
         calls.append(result.step)
         return result
 
-    monkeypatch.setattr(nnqs.vmc.driver, "vmc_step", step)
+    monkeypatch.setattr(nnqs.vmc.vmc_loop, "vmc_step", step)
     return calls
 
 

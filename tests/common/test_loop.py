@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nnqs.common.interrupt import Interrupted, StopSignal
-from nnqs.common.loop import Checkpointer, LoopState, run_loop
+from nnqs.common.loop import Checkpointer, LoopState, step_loop
 
 
 class Clock:
@@ -37,7 +37,7 @@ def test_checkpoints_by_step_count_by_elapsed_time_and_at_the_end():
         clock.now += 35.0 if s.step in (4, 5) else 1.0  # two slow steps after the save at step 4
         return Result()
 
-    run_loop(state, step, 10, [checkpointer])
+    step_loop(state, step, 10, [checkpointer])
     assert saved == [4, 6, 8, 10]  # 4 and 8 by count, 6 by time (70 s after 4), 10 at the end
     checkpointer.save_now(state)
     assert saved == [4, 6, 8, 10]  # once per step
@@ -52,7 +52,7 @@ def test_a_signal_stops_the_loop_at_the_next_step_boundary_after_a_checkpoint():
         return Result()
 
     with pytest.raises(Interrupted) as exc:
-        run_loop(state, step, 10, stop=stop, save=lambda s: saved.append(s.step))
+        step_loop(state, step, 10, stop=stop, save=lambda s: saved.append(s.step))
     assert saved == [4] and exc.value.step == 4 and exc.value.exit_code == 143 and str(exc.value) == "SIGTERM"
     assert not stop.deferring
 

@@ -105,19 +105,19 @@ class Crash(Exception):
 
 
 def test_resume_without_steps_finishes_the_runs_own_steps(tmp_path, capsys, monkeypatch):
-    import nnqs.vmc.driver
+    import nnqs.vmc.vmc_loop
 
-    out, real = tmp_path / "run", nnqs.vmc.driver.vmc_step
+    out, real = tmp_path / "run", nnqs.vmc.vmc_loop.vmc_step
 
     def crash_at_step_3(wf, ham, opt, sched, cfg, step, *args):
         if step == 3:
             raise Crash
         return real(wf, ham, opt, sched, cfg, step, *args)
 
-    monkeypatch.setattr(nnqs.vmc.driver, "vmc_step", crash_at_step_3)
+    monkeypatch.setattr(nnqs.vmc.vmc_loop, "vmc_step", crash_at_step_3)
     with pytest.raises(Crash):
         main([*VMC, "--steps", "6", "--out", str(out)])
-    monkeypatch.setattr(nnqs.vmc.driver, "vmc_step", real)
+    monkeypatch.setattr(nnqs.vmc.vmc_loop, "vmc_step", real)
     assert load_checkpoint(out, "vmc")["step"] == 2
     assert main([*VMC, "--out", str(out), "--resume"]) == 0
     assert load_checkpoint(out, "vmc")["step"] == 6 and "steps = 6\n" in (out / "config.toml").read_text()

@@ -17,12 +17,12 @@ import torch
 from hamiltonians import MolecularHamiltonian, write_fcidump
 from nnqs.common.distributed import SingleProcess, TorchDistributed, init_process_group
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
-from nnqs.vmc.driver import new_state, run_vmc
+from nnqs.vmc.vmc_loop import new_state, vmc_steps
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.selection import select_core, subspace_energy, unique_union
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc.config import VMCConfig
-from nnqs.vmc.step import energy_and_loss
+from nnqs.vmc.estimates import energy_and_loss
 from nnqs.vmc.wavefunction import TransformerWavefunction
 from tests_support import random_integrals, sector_tokens
 
@@ -139,7 +139,7 @@ def run_numbers(comm) -> torch.Tensor:
     cfg = VMCConfig(steps=4, selection="core", core_every=2, core_samples=64, optimizer="sr", lr=0.01, warmup=1,
                     device=comm.device)  # fmt: skip
     state = new_state(tiny_wf(comm.device), cfg, comm)
-    results = run_vmc(state, CompactHamiltonian.from_molecular(molecular(), comm.device), cfg)
+    results = vmc_steps(state, CompactHamiltonian.from_molecular(molecular(), comm.device), cfg)
     energies = torch.tensor([r.energy for r in results], dtype=torch.float64)
     return torch.cat([energies, torch.cat([p.detach().cpu().reshape(-1) for p in state.wf.parameters()])])
 

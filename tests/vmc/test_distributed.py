@@ -16,13 +16,14 @@ import torch.multiprocessing as mp
 from hamiltonians import build_hamiltonian, get_spec
 from nnqs.common.distributed import (SingleProcess, TorchDistributed, column_ranges, init_process_group,
                                      process_group_threads)
-from nnqs.vmc.driver import new_state, run_vmc
+from nnqs.vmc.vmc_loop import new_state, vmc_steps
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.pretrain import fit_to_vector
 from nnqs.vmc.selection import select_core
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc.config import VMCConfig
-from nnqs.vmc.step import energy_and_loss, final_energy, set_sr_gradient
+from nnqs.vmc.estimates import energy_and_loss, final_energy
+from nnqs.vmc.step import set_sr_gradient
 from nnqs.vmc.wavefunction import TransformerWavefunction
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +72,7 @@ def one_step_numbers(comm) -> dict:
         cfg = VMCConfig(steps=3, samples=10**5, optimizer=optimizer, lr=0.01, warmup=1, unique_max=64,
                         connected_dtype="float64", sr_momentum_schedule="constant")  # momentum from step 1
         state = new_state(tiny_wf(ham), cfg, comm)
-        results = run_vmc(state, compact, cfg)
+        results = vmc_steps(state, compact, cfg)
         out[optimizer + "/run"] = [[r.energy, r.variance, r.n_samples, r.n_unique] for r in results]
         out[optimizer + "/params"] = torch.cat([p.detach().reshape(-1) for p in state.wf.parameters()])
         final = final_energy(state.wf, compact, 10**6, state.generator, comm=comm, connected_dtype="float64")
@@ -90,7 +91,7 @@ def core_numbers(comm) -> dict:
     chosen = select_core(wf.log_psi, compact, configs, log_psi, 1e-3, 10**4, energy=-7.8, comm=comm)
     cfg = VMCConfig(steps=4, selection="core", core_every=1, core_samples=64, optimizer="sr", lr=0.01, warmup=1)
     state = new_state(tiny_wf(ham), cfg, comm)
-    results = run_vmc(state, compact, cfg)
+    results = vmc_steps(state, compact, cfg)
     return {"selected": chosen.configs, "n_evaluated": chosen.n_evaluated,
             "run": torch.tensor([[r.energy, r.n_unique] for r in results], dtype=torch.float64),
             "params": torch.cat([p.detach().reshape(-1) for p in state.wf.parameters()])}
@@ -135,7 +136,7 @@ def sr_numbers(comm) -> dict:
 def real_numbers(comm) -> dict:
     """The real ansatz: importance-weighted sampled statistics, the SR direction of its one real block,
     a 3-step sampled run, its final energy, and five steps of the absolute-sign teacher fit."""
-    from nnqs.vmc.step import sampling_ratio
+    from nnqs.vmc.estimates import sampling_ratio
 
     ham = build_hamiltonian(get_spec("LiH"))
     compact = CompactHamiltonian.from_molecular(ham)
@@ -148,7 +149,7 @@ def real_numbers(comm) -> dict:
     cfg = VMCConfig(steps=3, samples=10**5, lr=0.01, warmup=1, unique_max=64, connected_dtype="float64",
                     selection="samples", ansatz="real")
     state = new_state(tiny_wf(ham, real=True), cfg, comm)
-    out["run"] = [[r.energy, r.variance, r.n_unique] for r in run_vmc(state, compact, cfg)]
+    out["run"] = [[r.energy, r.variance, r.n_unique] for r in vmc_steps(state, compact, cfg)]
     final = final_energy(state.wf, compact, 10**6, state.generator, comm=comm, connected_dtype="float64")
     out["final"] = [final.energy, final.variance, final.stderr]
     fitted = tiny_wf(ham, real=True)

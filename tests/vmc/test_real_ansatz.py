@@ -8,12 +8,12 @@ from hamiltonians import build_hamiltonian, exact_energy, get_spec, sector_hamil
 from nnqs.common.checkpoint import load_checkpoint, save_checkpoint
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.configurations import occupations_to_tokens
-from nnqs.vmc.driver import KIND, new_state, run_vmc
+from nnqs.vmc.vmc_loop import KIND, new_state, vmc_steps
 from nnqs.vmc.prefix_tree import TreeLogPsi
 from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
 from nnqs.vmc.sr import per_sample_jacobian, split_jacobian, sr_direction
 from nnqs.vmc.config import VMCConfig
-from nnqs.vmc.step import energy_and_loss, estimate, final_energy
+from nnqs.vmc.estimates import energy_and_loss, estimate, final_energy
 from nnqs.vmc.wavefunction import TransformerWavefunction
 
 
@@ -192,6 +192,6 @@ def test_h2_end_to_end_reaches_fci_with_the_real_ansatz(selection):
     state = new_state(wf, cfg)
     if selection == "core":
         state.core = wf.hf_config().unsqueeze(0)
-    run_vmc(state, compact, cfg)
+    vmc_steps(state, compact, cfg)
     final = final_energy(wf, compact, 10**12, state.generator)
     assert abs(final.energy - e_fci) < 1e-4, (final.energy, e_fci)

@@ -9,7 +9,7 @@ from nnqs import TransformerWavefunction
 from nnqs.vmc.configurations import all_configurations, in_sector
 from nnqs.common.errors import UserError
 from nnqs.vmc.sampler import UniqueLimit, split_counts
-from nnqs.vmc.step import draw
+from nnqs.vmc.draws import draw
 
 N, NA, NB = 6, 3, 2
 P_THRESHOLD = 1e-3

@@ -13,7 +13,7 @@ from nnqs.vmc.pretrain import fit_to_vector
 from nnqs.vmc.sci import MIN_GROWTH, selected_ci
 from nnqs.vmc.selection import pt2_correction, select_core, set_weights, subspace_energy, unique_union
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
-from nnqs.vmc.step import energy_and_loss, estimate
+from nnqs.vmc.estimates import energy_and_loss, estimate
 from nnqs.vmc.wavefunction import TransformerWavefunction
 
 N, NA, NB = 5, 2, 2  # sector of 100 configurations

@@ -8,8 +8,8 @@ from nnqs.vmc.configurations import occupations_to_tokens
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc.config import VMCConfig
-from nnqs.vmc.step import energy_and_loss, final_energy
-from nnqs.vmc.driver import new_state, run_vmc
+from nnqs.vmc.estimates import energy_and_loss, final_energy
+from nnqs.vmc.vmc_loop import new_state, vmc_steps
 from nnqs.vmc.wavefunction import TransformerWavefunction
 
 
@@ -102,7 +102,7 @@ def test_h2_end_to_end_reaches_fci(selection, lr):
     if selection == "core":
         state.core = wf.hf_config().unsqueeze(0)  # the core mode's start without a teacher
     compact = CompactHamiltonian.from_molecular(ham)
-    results = run_vmc(state, compact, cfg)
+    results = vmc_steps(state, compact, cfg)
     assert len(results) == 150
     final = final_energy(wf, compact, 10**12, state.generator)
     assert abs(final.energy - e_fci) < 1e-4, (final.energy, e_fci)
@@ -111,7 +111,7 @@ def test_h2_end_to_end_reaches_fci(selection, lr):
 
 @pytest.mark.parametrize("lr", [0.1, 2e-3])
 def test_learning_rate_warms_up_then_decays_to_a_tenth(lr):
-    from nnqs.vmc.step import lr_factor
+    from nnqs.vmc.optimizers import lr_factor
 
     cfg = VMCConfig(steps=100, lr=lr, warmup=5)
     factors = [lr_factor(s, cfg) for s in range(100)]
@@ -125,7 +125,7 @@ def test_sr_momentum_step_solves_the_spring_least_squares(lih):
     """With ``sr_momentum`` mu, the second step's update is d = argmin |X d - e|^2 + lam |d - mu d_1|^2
     (d_1 the first step's applied direction, kept in the optimiser's state): solved here in
     parameter space, (S + lam) d = f + lam mu d_1, on the whole sector as the working set."""
-    from nnqs.vmc.driver import one_vmc_step
+    from nnqs.vmc.vmc_loop import one_vmc_step
     from nnqs.vmc.local_energy import local_energy
 
     ham, basis, _ = lih
@@ -159,7 +159,7 @@ def test_sr_momentum_step_solves_the_spring_least_squares(lih):
 
 
 def test_momentum_ramp_is_zero_at_the_peak_learning_rate_and_full_at_the_end():
-    from nnqs.vmc.step import lr_factor, momentum_factor
+    from nnqs.vmc.optimizers import lr_factor, momentum_factor
 
     cfg = VMCConfig(steps=105, warmup=5)
     ramp = [momentum_factor(s, cfg) for s in range(106)]

@@ -1,4 +1,4 @@
-"""The VMC loop: :func:`nnqs.vmc.step.vmc_step` driven by the shared loop skeleton.
+"""The VMC loop: :func:`nnqs.vmc.step.vmc_step` driven by the shared loop skeleton (:func:`vmc_steps`).
 
 :class:`RunState` is all that changes during a run (model, optimiser, schedule,
 sampler generator, requested sample count, step); checkpoints (the schema of
@@ -18,10 +18,12 @@ from nnqs.common.checkpoint import save_checkpoint
 from nnqs.common.distributed import Communicator, SingleProcess
 from nnqs.common.guard import DivergenceGuard
 from nnqs.common.interrupt import StopSignal
-from nnqs.common.loop import LoopState, run_loop, state_payload
+from nnqs.common.loop import LoopState, step_loop, state_payload
 from nnqs.vmc.selection import CoreHamiltonian
 from nnqs.vmc.config import VMCConfig
-from nnqs.vmc.step import StepResult, adapt_samples, make_optimizer, vmc_step
+from nnqs.vmc.draws import adapt_samples
+from nnqs.vmc.optimizers import make_optimizer
+from nnqs.vmc.step import StepResult, vmc_step
 
 KIND = "vmc"
 HISTORY_FIELDS = (
@@ -90,7 +92,7 @@ def one_vmc_step(state: RunState, ham, cfg: VMCConfig) -> StepResult:
     return result
 
 
-def run_vmc(
+def vmc_steps(
     state: RunState, ham, cfg: VMCConfig, callbacks: Iterable[Callback] = (), guard: DivergenceGuard | None = None,
     stop: StopSignal | None = None, save: Callable[[RunState], None] | None = None,
 ) -> list[StepResult]:
@@ -98,14 +100,14 @@ def run_vmc(
 
     ``guard`` (default: a fresh :class:`~nnqs.common.guard.DivergenceGuard`) rejects and retries
     non-finite steps; on a signal (``stop``) the loop calls ``save(state)`` and stops
-    (:func:`nnqs.common.loop.run_loop`); all ranks agree on stopping.
+    (:func:`nnqs.common.loop.step_loop`); all ranks agree on stopping.
     """
     def agree(flag: bool) -> bool:
         if state.comm.world_size == 1:
             return flag
         return bool(state.comm.all_reduce_sum(torch.tensor([float(flag)], device=state.wf.device)) > 0)
 
-    return run_loop(state, lambda s: one_vmc_step(s, ham, cfg), cfg.steps, callbacks, guard, stop, save, agree)
+    return step_loop(state, lambda s: one_vmc_step(s, ham, cfg), cfg.steps, callbacks, guard, stop, save, agree)
 
 
 def save_state(path: str | Path, state: RunState, cfg: VMCConfig, system: dict, history: dict) -> None:
