@@ -8,7 +8,7 @@ and ``teacher = "mp1"`` give the plain sampled VMC with perturbative sign pretra
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 import torch
@@ -18,6 +18,11 @@ from nnqs.vmc.sr import SR_EXACT_MAX, SR_MOMENTUM, SR_ROWS, SR_SHIFT
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
 SET_MAX = 65536  # default most configurations in the selected-CI teacher and in the core
+
+# Settings that only one teacher reads: given another value than their default with the other
+# teacher, the configuration is refused (they would be ignored without a word).
+TEACHER_ONLY = {"sci": ("teacher_threshold", "teacher_max", "pretrain_steps", "pretrain_lr", "pretrain_dtype"),
+                "mp1": ("phase_pretrain",)}
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,6 @@ class VMCConfig:
     pretrain_dtype: Literal["float32", "float64"] = "float32"  # precision of the teacher fit (float64 VMC after it)
     selection: Literal["core", "samples"] = "core"  # core: Rayleigh quotient on a selected core + fresh samples
     core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core
-    core_rule: Literal["first-order", "amplitude"] = "first-order"  # how a connected configuration enters the
-    # core: on max(network amplitude, first-order amplitude) (CIPSI-like), or the network amplitude alone
     core_max: int = SET_MAX
     core_every: int = 5  # steps between re-selections of the core
     core_samples: int = 512  # most unique fresh samples joined to the core each step
@@ -119,6 +122,7 @@ def check_run_limits(cfg: VMCConfig) -> None:
     if cfg.selection == "core" and cfg.estimator != "exact":  # the core's steps use the set's Rayleigh quotient
         raise ValueError(f"estimator {cfg.estimator!r} applies to selection 'samples' only; the default selection "
                          "'core' works on the set's Rayleigh quotient (add --selection samples, or drop --estimator)")
+    _check_teacher_settings(cfg)
     for name in ("grad_clip", "grad_clip_sampled"):
         if getattr(cfg, name) == 0:
             raise ValueError(f"{name} must be > 0, got {getattr(cfg, name)}")
@@ -130,3 +134,14 @@ def check_run_limits(cfg: VMCConfig) -> None:
         device = None
     if device is None or device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {cfg.device!r}")
+
+
+def _check_teacher_settings(cfg: VMCConfig) -> None:
+    """ValueError for a setting of the teacher a run does not use (:data:`TEACHER_ONLY`) changed from its default."""
+    defaults = {f.name: f.default for f in fields(VMCConfig)}
+    for teacher, names in TEACHER_ONLY.items():
+        changed = [n for n in names if getattr(cfg, n) != defaults[n]]
+        if cfg.teacher != teacher and changed:
+            flags = ", ".join("--" + n.replace("_", "-") for n in changed)
+            raise ValueError(f"{flags} applies to --teacher {teacher} only; this run's teacher is {cfg.teacher!r} "
+                             f"(add --teacher {teacher}, or drop {flags})")

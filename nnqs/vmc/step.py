@@ -81,7 +81,7 @@ def vmc_step(
     if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
         ranker = TreeLogPsi(wf, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
         new_core = select_core(ranker, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
-                               est.energy if cfg.core_rule == "first-order" else None, comm).configs
+                               est.energy, comm).configs
     lr = opt.param_groups[0]["lr"]
     opt.step()
     sched.step()

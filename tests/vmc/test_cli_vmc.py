@@ -81,6 +81,10 @@ def vm_hwm_mb() -> float | None:
     (["vmc", "H2", "--estimator", "sample-space"], "applies to selection 'samples' only"),
     (["vmc", "H2", "--sr-rows", "0"], "sr_rows must be in"),
     (["vmc", "H2", "--sr-exact-max", "-1"], "sr_exact_max must be in"),
+    (["vmc", "H2", "--phase-pretrain", "50"], "--phase-pretrain applies to --teacher mp1 only"),
+    (["vmc", "H2", "--teacher", "mp1", "--pretrain-steps", "10", "--teacher-max", "8"],
+     "--teacher-max, --pretrain-steps applies to --teacher sci only"),
+    (["vmc", "H2", "--core-rule", "amplitude"], "unrecognized arguments"),
 ])
 def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys):
     with pytest.raises(SystemExit) as exc:

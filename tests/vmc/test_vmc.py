@@ -168,3 +168,15 @@ def test_momentum_ramp_is_zero_at_the_peak_learning_rate_and_full_at_the_end():
     for s in range(5, 106):  # the momentum rises exactly as the cosine learning rate falls
         assert ramp[s] == pytest.approx((1.0 - lr_factor(s, cfg)) / 0.9)
     assert momentum_factor(0, VMCConfig(sr_momentum_schedule="constant")) == 1.0
+
+
+def test_sample_count_adapts_to_the_unique_window_of_plain_sampled_vmc():
+    """unique_min / unique_max (selection "samples"): double below the window, quarter above it."""
+    from nnqs.vmc.draws import adapt_samples
+
+    cfg = VMCConfig(selection="samples", unique_min=100, unique_max=1000)
+    assert adapt_samples(4000, 50, cfg) == 8000
+    assert adapt_samples(4000, 5000, cfg) == 1000
+    assert adapt_samples(4000, 500, cfg) == 4000
+    assert adapt_samples(400, 5000, cfg) == 100  # never below 100 samples
+    assert adapt_samples(4000, 50, VMCConfig(selection="samples", unique_min=0)) == 4000  # 0: off
