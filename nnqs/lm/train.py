@@ -44,7 +44,7 @@ class TrainConfig:
     arch: Literal["decoder", "seq2seq", "encoder"] = "decoder"
     data: str | None = None  # a training file in the A5 format; None: generate train_size pairs
     train_size: int = 5000
-    val_size: int = 2000
+    val_size: int = 3000  # 1.0 on 3,000 pairs: error rate below 1e-3 at 95% confidence (rule of three)
     seed: int = 0
     steps: int = 3000
     batch_size: int = 256
