@@ -256,7 +256,7 @@ def fit_exponent(records: list[dict], key: str = "seconds") -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-def main(argv: list[str] | None = None) -> list[dict]:
+def parser_of():
     parser = benchmark_parser("vmc_step", __doc__, "H2 and LiH, tiny sizes (seconds)")
     parser.add_argument("--systems", nargs="+", default=SYSTEMS)
     parser.add_argument("--samples", type=int, default=10**5)
@@ -280,29 +280,38 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--reselect", action="store_true",
                         help="only the core re-selection, the ranker cut below the threshold and not")
     parser.add_argument("--reselect-fit", type=int, default=100, help="--reselect: teacher-fit steps first")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def one_mode_records(args) -> list[dict] | None:
+    """The records of --tree, --reselect or --ablation (one per system), or None for the default mode."""
+    repeats = 1 if args.quick else args.repeats
+    if args.tree:
+        make = lambda system: tree_record(system, load(system), 64 if args.quick else args.tree_teacher,  # noqa: E731
+                                          args.tree_limit or None, repeats)
+    elif args.reselect:
+        make = lambda system: reselect_record(system, load(system), 5 if args.quick else args.reselect_fit, repeats)  # noqa: E731
+    elif args.ablation:
+        make = lambda system: ablation_record(system, load(system), args.samples, repeats)  # noqa: E731
+    else:
+        return None
+    records = []
+    for system in args.systems:
+        records.append(make(system))
+        emit(records[-1], args.out)
+    return records
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parser_of().parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.quick:
         args.systems, args.samples, args.configs, args.steps = ["H2", "LiH"], 1000, 8, 1
     cfg = VMCConfig(samples=args.samples, optimizer=args.optimizer, estimator=args.estimator, selection=args.selection)
+    records = one_mode_records(args)
+    if records is not None:
+        return records
     records, scaling = [], []
-    if args.tree:
-        for system in args.systems:
-            records.append(tree_record(system, load(system), 64 if args.quick else args.tree_teacher,
-                                       args.tree_limit or None, 1 if args.quick else args.repeats))
-            emit(records[-1], args.out)
-        return records
-    if args.reselect:
-        for system in args.systems:
-            records.append(reselect_record(system, load(system), 5 if args.quick else args.reselect_fit,
-                                           1 if args.quick else args.repeats))
-            emit(records[-1], args.out)
-        return records
-    if args.ablation:
-        for system in args.systems:
-            records.append(ablation_record(system, load(system), args.samples, 1 if args.quick else args.repeats))
-            emit(records[-1], args.out)
-        return records
     for system in args.systems:
         ham = load(system)
         if not args.scaling_only:

@@ -119,14 +119,8 @@ def local_energy(
             elements = conn.elements[owner, k]
         keys = conn.keys[owner, k]
         uniq, inverse = unique_keys(keys)
-        slot = lookup(table.keys, uniq)
-        missing = slot < 0
-        if estimator != "sample-space" and bool(missing.any()):
-            new_keys = uniq[missing]
-            new_log_psi = evaluate_chunked(log_psi_fn, unpack(new_keys, configs.shape[1]), max_batch)
-            n_eval += len(new_keys)
-            table.add(new_keys, new_log_psi)
-            slot = lookup(table.keys, uniq)
+        slot, added = _slots(table, uniq, log_psi_fn, configs.shape[1], max_batch, estimator != "sample-space")
+        n_eval += added
         seen.append(uniq)
         slot = slot[inverse]
         valid = slot >= 0  # all, but for "sample-space": only x' inside the sample set
@@ -160,6 +154,19 @@ def heat_bath_terms(
     weight = (remainder[rows] / draws).unsqueeze(1) * torch.sign(elements[picked_rows, picked])
     return (torch.cat([owner, picked_rows.reshape(-1)]), torch.cat([k, picked.reshape(-1)]),
             torch.cat([elements[owner, k], weight.reshape(-1)]))
+
+
+def _slots(table: "AmplitudeTable", uniq: torch.Tensor, log_psi_fn: LogPsiFn, n_orbitals: int, max_batch: int,
+           evaluate: bool) -> tuple[torch.Tensor, int]:
+    """The rows of the packed keys ``uniq`` in ``table`` (-1: absent), after evaluating the network on
+    the absent ones and adding them when ``evaluate``; and how many were evaluated."""
+    slot = lookup(table.keys, uniq)
+    missing = slot < 0
+    if not evaluate or not bool(missing.any()):
+        return slot, 0
+    new_keys = uniq[missing]
+    table.add(new_keys, evaluate_chunked(log_psi_fn, unpack(new_keys, n_orbitals), max_batch))
+    return lookup(table.keys, uniq), len(new_keys)
 
 
 def local_energy_dense(

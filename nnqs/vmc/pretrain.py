@@ -54,6 +54,17 @@ def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e
     return float(loss.detach())
 
 
+# The teacher fit (:func:`fit_to_vector`):
+#   loss = - sum_x c_x^2 log P(x)  +  sum_x (|c_x| / sum |c|) (1 - cos(phi(x) - phi(x_0) - theta_x)),
+# theta_x = 0 or pi by the sign of c_x relative to c_{x_0} (the first configuration). The first term is the
+# cross entropy of P against c^2 (minimal at P = c^2 on the set, nothing outside); the second sets relative
+# signs, weighted by |c| so that light configurations still count. For the real ansatz (psi = sqrt(P) cos phi)
+# the signs are absolute: phi(x_0) is replaced by 0, so the fit ends with cos phi near +-1, |psi|^2 near P.
+# With a communicator of several ranks each rank evaluates its share of the terms, the gradients are
+# summed, and every rank takes the same Adam step. With a ``dtype`` other than the model's (float32 for a
+# float64 model) a copy in that precision is fitted and its parameters copied back at the end: 2.6x faster
+# at 26 qubits, and the fit only has to bring the network near the vector, which the float64 VMC refines.
+#
 # Above this many configurations the teacher fit takes each Adam step on a minibatch of this many rows
 # drawn from the vector (by c^2 for the cross entropy, by |c| for the signs), so that a step costs the
 # same for a set of 4,096 and of 65,536; at or below it every row enters every step, as before.
@@ -66,31 +77,11 @@ def fit_to_vector(
     batch: int = FIT_BATCH, seed: int = 0, start: dict | None = None, save: Callable[[dict], None] | None = None,
 ) -> float:
     """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
-    on ``configs`` ``(M, n)``, by Adam at learning rate ``lr`` (``VMCConfig.pretrain_lr`` in a run);
-    return the final loss.
-
-    loss = - sum_x c_x^2 log P(x)  +  sum_x (|c_x| / sum |c|) (1 - cos(phi(x) - phi(x_0) - theta_x)),
-    theta_x = 0 or pi by the sign of c_x relative to c_{x_0} (the first configuration). The first
-    term is the cross entropy of P against c^2 (minimal at P = c^2 on the set, nothing outside);
-    the second sets relative signs, weighted by |c| so that light configurations still count.
-    For the real ansatz (psi = sqrt(P) cos phi) the signs are absolute: phi(x_0) is replaced by 0,
-    so the fit ends with cos phi near +-1 and |psi|^2 near P.
-    ``on_step(step, loss)`` is called after every step (progress).
-
-    Above ``batch`` configurations each step estimates both sums from ``batch`` rows drawn with
-    replacement by their weights (``c^2``, ``|c|``; a generator seeded by ``seed``): the same
-    expected gradient at a cost independent of M.
-
-    ``save(state)`` is offered the fit's state after every step (it decides when to write it; a
-    run writes it every ``checkpoint_seconds``); ``start``, such a state, continues that fit
-    exactly: the same steps, draws and result as one that was never stopped.
-
-    With a communicator ``comm`` of several ranks, each rank evaluates its share of the terms, the
-    gradients are summed, and every rank takes the same Adam step. With ``dtype`` other than the
-    model's (``torch.float32`` for a float64 model) a copy of the model in that precision is fitted
-    and its parameters are copied back at the end: the fit is matrix products over every token of
-    the set, 2.6x faster in float32 at 26 qubits, and it only has to bring the network near the
-    vector, which the float64 VMC then refines.
+    on ``configs`` ``(M, n)``, by Adam at learning rate ``lr``; return the final loss (the loss, the
+    minibatches above ``batch`` rows, ``dtype`` and ``comm``: the section above).
+    ``on_step(step, loss)`` is called after every step (progress). ``save(state)`` is offered the
+    fit's state after every step (a run writes it every ``checkpoint_seconds``); ``start``, such a
+    state, continues that fit exactly: the same steps, draws and result as one never stopped.
     """
     model = wf if dtype is None or dtype == next(wf.parameters()).dtype else copy.deepcopy(wf).to(dtype)
     weight2 = coefficients.double().pow(2) / coefficients.double().pow(2).sum()
@@ -101,12 +92,10 @@ def fit_to_vector(
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     first, value = _restore(start, model, opt, draw) if start else (0, float("nan"))
     for step in range(first, steps):
-        rows_p, w_p, rows_s, w_s = next(draw) if draw else terms
+        rows = next(draw) if draw else terms
         if comm is not None and comm.world_size > 1 and draw:
-            rows_p, w_p, rows_s, w_s = (comm.share(t) for t in (rows_p, w_p, rows_s, w_s))
-        reference = 0.0 if model.real else model.phase(configs[:1]).double()[0]
-        phase = model.phase(configs[rows_s]).double()
-        loss = -(w_p * model.log_prob(configs[rows_p])).sum() + (w_s * (1 - torch.cos(phase - reference - target[rows_s]))).sum()
+            rows = tuple(comm.share(t) for t in rows)
+        loss = _fit_loss(model, configs, target, *rows)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if comm is not None:
@@ -124,6 +113,15 @@ def fit_to_vector(
             for mine, fitted in zip(wf.parameters(), model.parameters()):
                 mine.copy_(fitted)
     return value
+
+
+def _fit_loss(model, configs: torch.Tensor, target: torch.Tensor, rows_p: torch.Tensor, w_p: torch.Tensor,
+              rows_s: torch.Tensor, w_s: torch.Tensor) -> torch.Tensor:
+    """The fit's loss (:func:`fit_to_vector`) on the rows ``rows_p`` (cross entropy, weights ``w_p``) and
+    ``rows_s`` (signs, weights ``w_s``) of ``configs``."""
+    reference = 0.0 if model.real else model.phase(configs[:1]).double()[0]
+    phase = model.phase(configs[rows_s]).double()
+    return -(w_p * model.log_prob(configs[rows_p])).sum() + (w_s * (1 - torch.cos(phase - reference - target[rows_s]))).sum()
 
 
 def _restore(state: dict, model, opt: torch.optim.Optimizer, draw: "Batches | None") -> tuple[int, float]:
