@@ -20,8 +20,7 @@ import time
 from benchmarks.common import benchmark_parser, emit, software
 
 FULL = dict(jobs=(("LiH", 60), ("H2O", 30)), extra=(), repeats=1)
-QUICK = dict(jobs=(("H2", 3),), extra=("--d-model", "8", "--n-layers", "1", "--final-samples", "1000",
-                                      "--phase-pretrain", "0"), repeats=1)  # fmt: skip
+QUICK = dict(jobs=(("H2", 3),), extra=("--d-model", "8", "--n-layers", "1", "--final-samples", "1000"), repeats=1)
 
 CHILD = (
     "import resource, sys; from nnqs.cli import main; code = main(sys.argv[1:]); "

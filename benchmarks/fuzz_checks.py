@@ -40,7 +40,8 @@ def steps_problem(seen: list[int], expected: list[int]) -> str | None:
     twice = sorted({s for s in seen if seen.count(s) > 1})
     missing = sorted(set(expected) - set(seen))
     extra = sorted(set(seen) - set(expected))
-    parts = [f"{name} {values[:5]}" for name, values in (("twice", twice), ("missing", missing), ("extra", extra)) if values]
+    found = (("twice", twice), ("missing", missing), ("extra", extra))
+    parts = [f"{name} {values[:5]}" for name, values in found if values]
     return "history.csv steps " + ("; ".join(parts) or "out of order")
 
 
@@ -58,6 +59,8 @@ def vmc_problem(folder: Path) -> str | None:
     result = json.loads((folder / "result.json").read_text())
     if result["steps"] != steps or not math.isfinite(result["energy"]):
         return f"result.json says steps {result['steps']}, energy {result['energy']}"
+    if any(result[k] is not None and not math.isfinite(result[k]) for k in ("e_exact", "e_hf", "e_ccsd_t")):
+        return f"result.json has a non-finite reference: e_exact {result['e_exact']}, e_hf {result['e_hf']}"
     return None
 
 
@@ -82,8 +85,11 @@ def lm_problem(folder: Path) -> str | None:
 def exact_problem(stdout: str, argv: list[str]) -> str | None:
     if parsed(argv).json:
         refs = json.loads(stdout.strip().splitlines()[-1])
-        return None if math.isfinite(refs["e_exact"]) else f"e_exact {refs['e_exact']}"
-    rows = [line.lower() for line in stdout.splitlines() if line.split()[:1] in (["HF"], ["CCSD"], ["CCSD(T)"], ["exact"])]
+        energies = {k: refs.get(k) for k in ("e_hf", "e_ccsd", "e_ccsd_t", "e_exact")}
+        bad = [k for k, e in energies.items() if e is not None and not math.isfinite(e)]
+        return f"non-finite {', '.join(bad)} in the JSON" if bad or refs["e_exact"] is None else None
+    labels = (["HF"], ["CCSD"], ["CCSD(T)"], ["exact"])
+    rows = [line.lower() for line in stdout.splitlines() if line.split()[:1] in labels]
     if any("nan" in row or "inf" in row for row in rows):
         return "a non-finite energy in the table"
     return None if "exact (" in stdout else "no exact energy printed"
@@ -144,6 +150,7 @@ class Templates:
     data: Path
     fcidump_h2: str
     fcidump_lih: str
+    cache: Path  # NNQS_CACHE_DIR after `nnqs exact H2`: the Hamiltonian and references of H2
 
 
 def make_templates(root: Path) -> Templates:
@@ -162,8 +169,10 @@ def make_templates(root: Path) -> Templates:
         "lm_encoder": [*lm_args, "--arch", "encoder", "--out", "lm_encoder"],
         "data": ["lm", "data", "--n", "20", "--seed", "3", "--out", "data.json"],
     }
+    runs["cache"] = ["exact", "H2"]
     for name, argv in runs.items():
-        result = run_forked(argv, root, timeout=300)
+        env = {"NNQS_CACHE_DIR": str(root / "cache")} if name == "cache" else None
+        result = run_forked(argv, root, timeout=300, env=env)
         if result.rc != 0:
             raise RuntimeError(f"template {name} failed ({result.rc}): {result.stderr[-500:]}")
     texts = {}
@@ -171,4 +180,4 @@ def make_templates(root: Path) -> Templates:
         write_fcidump(root / f"FCIDUMP.{name}", build_hamiltonian(get_spec(name)))
         texts[name] = (root / f"FCIDUMP.{name}").read_text()
     return Templates(root / "vmc", root / "vmc_other", root / "lm", root / "lm_encoder", root / "data.json",
-                     texts["H2"], texts["LiH"])
+                     texts["H2"], texts["LiH"], root / "cache")

@@ -28,16 +28,20 @@ VMC_FLAGS = {**{"--" + k.replace("_", "-"): kind.__name__ for k, (kind, _) in VM
 VMC_COSTLY = {"--steps", "--d-model", "--n-layers", "--n-heads", "--pretrain-steps", "--phase-pretrain", "--threads"}
 EXACT_FLAGS = {**MOLECULE_FLAGS, "--method": "str", "--bond-dim": "int", "--no-reorder": "flag", "--threads": "int",
                "--no-cache": "flag", "--json": "flag"}
-LM_FLAGS = {**{flag: kind.__name__ for flag, _, kind, _ in TRAIN_FLAGS}, "--data": "str", "--train-size": "int", **RUN_FLAGS}
+LM_FLAGS = {**{flag: kind.__name__ for flag, _, kind, _ in TRAIN_FLAGS}, "--data": "str", "--train-size": "int",
+            **RUN_FLAGS}
 LM_COSTLY = {"--steps", "--batch-size", "--d-model", "--n-layers", "--n-heads", "--d-ff", "--train-size", "--val-size",
              "--threads"}
-QUESTIONS = ["BOS", "BOS POSITIVE 01 add POSITIVE 02", QUESTION.replace("add", "multiply"), "BOS NEGATIVE 00 add POSITIVE 00 EOS",
-             "BOS " + "POSITIVE 01 add " * 500 + "POSITIVE 01 EOS", "BOS POSITIVE 50 add POSITIVE 01 EOS", QUESTION.lower(),
-             QUESTION.replace(" ", "  "), "BOS POSITIVE 1 add POSITIVE 2 EOS", "EOS POSITIVE 01 add POSITIVE 02 BOS"]
+QUESTIONS = ["BOS", "BOS POSITIVE 01 add POSITIVE 02", QUESTION.replace("add", "multiply"),
+             "BOS NEGATIVE 00 add POSITIVE 00 EOS", "BOS " + "POSITIVE 01 add " * 500 + "POSITIVE 01 EOS",
+             "BOS POSITIVE 50 add POSITIVE 01 EOS", QUESTION.lower(), QUESTION.replace(" ", "  "),
+             "BOS POSITIVE 1 add POSITIVE 2 EOS", "EOS POSITIVE 01 add POSITIVE 02 BOS"]
+# Config keys whose hostile values cannot make a real run long (the others go to stubbed runs only).
 VMC_SAFE_KEYS = ["lr", "seed", "optimizer", "sr_shift", "sr_momentum", "grad_clip", "selection", "teacher", "ansatz",
-                 "orbitals", "dtype", "device", "estimator", "connected_dtype", "checkpoint_every", "checkpoint_seconds",
-                 "lr_final", "warmup", "weight_decay", "hf_prob", "core_threshold", "teacher_threshold", "pretrain_lr",
-                 "pretrain_dtype", "sr_momentum_schedule", "sr_rows", "sr_exact_max", "max_batch", "final_samples"]
+                 "orbitals", "dtype", "device", "estimator", "connected_dtype", "checkpoint_every",
+                 "checkpoint_seconds", "lr_final", "warmup", "weight_decay", "hf_prob", "core_threshold",
+                 "teacher_threshold", "pretrain_lr", "pretrain_dtype", "sr_momentum_schedule", "sr_rows",
+                 "sr_exact_max", "max_batch", "final_samples"]
 LM_SAFE_KEYS = ["lr", "seed", "arch", "dropout", "weight_decay", "warmup_steps", "device", "checkpoint_every",
                 "checkpoint_seconds", "answer_mask_prob", "target_exact", "min_lr_ratio", "grad_clip", "eval_every"]
 
@@ -61,7 +65,11 @@ def _mutate(rng: random.Random, argv: list[str], flags: dict[str, str], costly: 
     labels = []
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
         if rng.random() < 0.7:
-            flag = rng.choice(sorted(flags))
+            # a real run mostly gets its settings (files, folders and the molecule have families of their own)
+            names = sorted(flags)
+            if real and rng.random() < 0.7:
+                names = [f for f in names if f not in MOLECULE_FLAGS and f not in RUN_FLAGS] or names
+            flag = rng.choice(names)
             kind, safe = flags[flag], real and flag in costly
             values = [inputs.value(rng, kind.rstrip("2"), safe) for _ in range(2 if kind == "int2" else 1)]
             tokens = [flag] if kind == "flag" else [f"{flag}={values[0]}"] if rng.random() < 0.2 else [flag, *values]
@@ -74,14 +82,14 @@ def _mutate(rng: random.Random, argv: list[str], flags: dict[str, str], costly: 
     return argv, labels
 
 
-def _command(rng: random.Random, t: Templates) -> tuple[str, list[str], list[str], set[str], float]:
+def _command(rng: random.Random, t: Templates) -> tuple[str, list[str], dict[str, str], set[str], float]:
     """(name, valid tiny argv, its flags and their types, the costly ones, chance of a real run) of one command."""
     ckpt = str(rng.choice([t.lm, t.lm_encoder, t.lm / "checkpoint.pt"]))
     table = [
-        (32, "vmc", ["vmc", "H2", *VMC_TINY, "--steps", "1", "--out", "run"], VMC_FLAGS, VMC_COSTLY, 0.3),
+        (32, "vmc", ["vmc", "H2", *VMC_TINY, "--steps", "1", "--out", "run"], VMC_FLAGS, VMC_COSTLY, 0.7),
         (14, "exact", ["exact", "H2"], EXACT_FLAGS, set(), 0.5),
         (20, "lm train", ["lm", "train", *LM_TINY, "--steps", "3", "--train-size", "40", "--out", "run"], LM_FLAGS,
-         LM_COSTLY, 0.3),
+         LM_COSTLY, 0.7),
         (8, "lm data", ["lm", "data", "--n", "5", "--out", "d.json"],
          {"--n": "int", "--seed": "int", "--out": "str", "--exclude": "str"}, set(), 1),
         (8, "lm eval", ["lm", "eval", "--ckpt", ckpt, "--data", str(t.data)],
@@ -91,7 +99,7 @@ def _command(rng: random.Random, t: Templates) -> tuple[str, list[str], list[str
         (5, "lm show", ["lm", "show", "--ckpt", ckpt, QUESTION, "--out", "a.png"],
          {"--ckpt": "str", "--out": "str", "--fill": "str"}, set(), 1),
     ]
-    weight, name, argv, flags, costly, real = rng.choices(table, weights=[row[0] for row in table])[0]
+    _, name, argv, flags, costly, real = rng.choices(table, weights=[row[0] for row in table])[0]
     return name, argv, flags, costly, real
 
 
@@ -101,7 +109,8 @@ def flags(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[Case
         cwd = work / f"flags-{i:04d}"
         cwd.mkdir(parents=True)
         if rng.random() < 0.05:
-            words = ["lm", "vmc", "exact", "molecules", "eval", "generate", "train", "data", "--json", "-h", "", "VMC", "bogus"]
+            words = ["lm", "vmc", "exact", "molecules", "eval", "generate", "train", "data", "--json", "-h", "", "VMC",
+                     "bogus"]
             argv = [rng.choice(words) for _ in range(rng.randrange(0, 4))]
             yield _case("flags", "top-level words", argv, cwd, stub=True)
             continue
@@ -109,7 +118,7 @@ def flags(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[Case
         real = rng.random() < real_share
         at = 2 if name.startswith("lm") else 1
         labels = []
-        if name in ("vmc", "exact") and rng.random() < 0.2:
+        if name in ("vmc", "exact") and rng.random() < 0.3:
             molecule = rng.choice(inputs.MOLECULES)
             argv = [argv[0], *molecule, *argv[2:]]
             labels.append("molecule " + " ".join(molecule)[:60])
@@ -138,7 +147,8 @@ def _write(cwd: Path, name: str, content: bytes, rng: random.Random) -> tuple[st
 def _fcidump(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], bool]:
     label, content = inputs.fcidump(rng, t.fcidump_h2 if rng.random() < 0.7 else t.fcidump_lih)
     path, instead = _write(cwd, "FCIDUMP", content, rng)
-    active = ["--active", *rng.choice([["1", "2"], ["2", "2"], ["0", "0"], ["3", "2"], ["1", "1"]])] if rng.random() < 0.15 else []
+    spaces = [["1", "2"], ["2", "2"], ["0", "0"], ["3", "2"], ["1", "1"]]
+    active = ["--active", *rng.choice(spaces)] if rng.random() < 0.15 else []
     if rng.random() < 0.6:
         argv = ["exact", "--fcidump", path, *active] + rng.choice([[], ["--no-cache"], ["--json"], ["--method", "ed"]])
     else:
@@ -160,7 +170,7 @@ def _toml(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], 
     from nnqs.lm.train import TrainConfig
     from nnqs.vmc.config import VMCConfig
 
-    vmc, real = rng.random() < 0.6, rng.random() < 0.2
+    vmc, real = rng.random() < 0.6, rng.random() < 0.3
     keys = (VMC_SAFE_KEYS if vmc else LM_SAFE_KEYS) if real else _fields(VMCConfig if vmc else TrainConfig)
     label, content = inputs.toml(rng, keys)
     path, instead = _write(cwd, "c.toml", content, rng)
@@ -171,7 +181,8 @@ def _toml(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], 
 
 def _vmc_folder(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], bool]:
     shutil.copytree(t.vmc, cwd / "run")
-    name = rng.choices(["checkpoint.pt", "config.toml", "history.csv", "pretrain.pt", "result.json"], [35, 20, 20, 15, 10])[0]
+    names = ["checkpoint.pt", "config.toml", "history.csv", "pretrain.pt", "result.json"]
+    name = rng.choices(names, [35, 20, 20, 15, 10])[0]
     donor = (t.vmc_other if rng.random() < 0.7 else t.lm) / name
     label = inputs.corrupt(rng, cwd / "run" / name, donor)
     mode = rng.choices([["--steps", "5", "--resume"], ["--steps", "5", "--overwrite"], ["--steps", "5"], ["--resume"]],
@@ -181,7 +192,8 @@ def _vmc_folder(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[
 
 def _lm_folder(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], bool]:
     shutil.copytree(t.lm, cwd / "run")
-    name = rng.choices(["checkpoint.pt", "config.toml", "history.csv", "train.json", "result.json"], [45, 20, 20, 5, 10])[0]
+    names = ["checkpoint.pt", "config.toml", "history.csv", "train.json", "result.json"]
+    name = rng.choices(names, [45, 20, 20, 5, 10])[0]
     donor = (t.lm_encoder if rng.random() < 0.7 else t.vmc) / name
     label = inputs.corrupt(rng, cwd / "run" / name, donor)
     ckpt = rng.choice(["run", "run/checkpoint.pt"])
@@ -202,14 +214,25 @@ def _lm_data(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str
     return f"A5 data {instead or label}; {' '.join(command[:2])}", command, False
 
 
-FILE_KINDS = ((26, _fcidump), (14, _xyz), (16, _toml), (16, _vmc_folder), (14, _lm_folder), (14, _lm_data))
+def _cache(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], bool]:
+    shutil.copytree(t.cache, cwd / "cache")
+    label = inputs.corrupt_cache(rng, cwd / "cache")
+    vmc = ["vmc", "H2", *[a for a in VMC_TINY if a != "--no-exact"], "--steps", "1", "--out", "run"]  # references too
+    argv = rng.choice([["exact", "H2"], ["exact", "H2", "--json"], vmc])
+    return label, argv, False
+
+
+FILE_KINDS = ((24, _fcidump), (13, _xyz), (15, _toml), (15, _vmc_folder), (13, _lm_folder), (13, _lm_data),
+              (7, _cache))
 
 
 def files(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[Case]:
-    """Hostile FCIDUMP, XYZ, TOML and A5 files, and damaged run folders (checkpoints) to resume or load."""
+    """Hostile FCIDUMP, XYZ, TOML and A5 files, damaged run folders (checkpoints) to resume or load, and a
+    damaged cache entry (``NNQS_CACHE_DIR``)."""
     for i in range(n):
         cwd = work / f"files-{i:04d}"
         cwd.mkdir(parents=True)
         make = rng.choices([kind for _, kind in FILE_KINDS], [w for w, _ in FILE_KINDS])[0]
         label, argv, stub = make(rng, cwd, t)
-        yield _case("files", label, argv, cwd, stub=stub)
+        env = {"NNQS_CACHE_DIR": str(cwd / "cache")} if make is _cache else None
+        yield _case("files", label, argv, cwd, stub=stub, env=env)

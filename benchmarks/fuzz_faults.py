@@ -5,14 +5,16 @@ SIGINT twice or SIGKILL at a random moment (start-up, teacher, loop, final energ
 then the run is continued -- by the command its last stderr line offers, else with
 ``--resume`` where the folder holds a run, else from scratch -- and must finish with every
 step in history.csv exactly once: ``work kept``; otherwise ``work lost``. A traceback
-from inside ``main``, or no exit within a minute of the signal, is a ``bug``.
+from within the command (``args.func``), or no exit within a minute of the signal, is a
+``bug``; a traceback from a SIGINT while the modules still load is Python's own report,
+counted as ``startup_traceback`` in the case log only.
 
 ``disk full``: the run folder lies on a tmpfs of a few pages (``mount -t tmpfs -o size=...``),
-so the disk fills at a different write for each size. A run that fits must be sound (``ran``);
-one that does not must say so in one line and exit 1, leave no temporary file and a
-loadable checkpoint if it wrote one, and finish with ``--resume`` once the tmpfs has grown
-(``refused``); anything else is a ``bug``. The family is skipped, with the reason, where
-``mount`` fails (not root).
+or of a few inodes (``nr_inodes=...``), so the disk fills at a different write for each size.
+A run that fits must be sound (``ran``); one that does not must say so in one line and exit 1,
+leave no temporary file and a loadable checkpoint if it wrote one, and finish with ``--resume``
+once the tmpfs has grown (``refused``); anything else is a ``bug``. The family is skipped, with
+the reason, where ``mount`` fails (not root).
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ from benchmarks.fuzz_folders import mount_tmpfs, umount
 from benchmarks.fuzz_run import Case, Verdict, classify, error_lines, run_forked
 
 SIGNAL_RUNS = {
-    "vmc": ["vmc", "H2", *VMC_TINY, "--pretrain-steps", "30", "--steps", "40", "--checkpoint-every", "4", "--out", "run"],
+    "vmc": ["vmc", "H2", *VMC_TINY, "--pretrain-steps", "30", "--steps", "40", "--checkpoint-every", "4",
+            "--out", "run"],
     "lm": ["lm", "train", *LM_TINY, "--steps", "600", "--eval-every", "20", "--checkpoint-every", "60",
            "--train-size", "200", "--out", "run"],
 }
@@ -41,7 +44,7 @@ DISK_RUNS = {
     "lm": ["lm", "train", *LM_TINY, "--steps", "9", "--train-size", "40", "--out", "mnt/run"],
 }
 SIGNALS = [("SIGINT", 35), ("SIGTERM", 30), ("SIGKILL", 25), ("SIGINT twice", 10)]
-IN_MAIN = re.compile(r'nnqs/cli/__init__\.py", line \d+, in main')
+IN_RUN = re.compile(r"in main\n\s+code = args\.func\(args\)")  # a traceback from within the command, not start-up
 
 
 def _problem(kind: str, folder: Path) -> str | None:
@@ -76,7 +79,7 @@ def _signalled(argv: list[str], cwd: Path, what: str | None, delay: float) -> tu
 def _continuation(argv: list[str], stderr: str, folder: Path) -> list[str]:
     """What a user runs next: the command the message offers, else --resume where a run is, else the same."""
     lines = error_lines(stderr)
-    offered = re.search(r"(?:continue|run again|start again from step 0) with: (nnqs .*)$", lines[-1]) if lines else None
+    offered = re.search(r"(?:continue|run again|start again from step 0) with: (nnqs .*)$", lines[-1] if lines else "")
     if offered:
         return shlex.split(offered.group(1))[1:]
     if any((folder / name).exists() for name in ("config.toml", "checkpoint.pt", "history.csv")):
@@ -90,9 +93,11 @@ def _signal_case(case: Case, kind: str, what: str | None, delay: float) -> Verdi
     extra = {"first_rc": rc, "first_line": (error_lines(stderr) or [""])[-1][:300], "first_seconds": round(seconds, 2)}
     if rc is None:
         return Verdict("bug", f"no exit within 60 s of {what}", None, extra["first_line"], round(seconds, 2), extra)
-    if IN_MAIN.search(stderr):
+    if IN_RUN.search(stderr):
         line = [ln for ln in stderr.splitlines() if ln and not ln.startswith(" ")][-1]
         return Verdict("bug", f"traceback after {what}", rc, line[:300], round(seconds, 2), extra)
+    if "Traceback (most recent call last)" in stderr:
+        extra["startup_traceback"] = True  # Python's own report of a signal while the modules load
     again = _continuation(argv, stderr, case.cwd / "run") if rc != 0 else None
     extra["continued_with"] = again
     if again is not None:
@@ -104,7 +109,8 @@ def _signal_case(case: Case, kind: str, what: str | None, delay: float) -> Verdi
                            round(seconds + result.seconds, 2), extra)
         seconds += result.seconds
     problem = _problem(kind, case.cwd / "run")
-    return Verdict("work lost" if problem else "work kept", problem or "", rc, extra["first_line"], round(seconds, 2), extra)
+    outcome = "work lost" if problem else "work kept"
+    return Verdict(outcome, problem or "", rc, extra["first_line"], round(seconds, 2), extra)
 
 
 def signals(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[Case]:
@@ -152,7 +158,8 @@ def _disk_case(case: Case, kind: str, mount: Path) -> Verdict:
         except Exception as exc:  # noqa: BLE001 - any failure to load is the lost checkpoint
             verdict.outcome, verdict.why = "bug", f"checkpoint lost: {str(exc)[:200]}"
             return verdict
-    grown = subprocess.run(["mount", "-o", "remount,size=64m", str(mount)], capture_output=True, timeout=30)
+    grown = subprocess.run(["mount", "-o", "remount,size=64m,nr_inodes=100000", str(mount)], capture_output=True,
+                           timeout=30)
     if grown.returncode != 0:
         verdict.why = "the tmpfs could not be grown: not continued"
         return verdict
@@ -166,7 +173,7 @@ def _disk_case(case: Case, kind: str, mount: Path) -> Verdict:
 
 
 def disk_full(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[Case]:
-    """Runs on a tmpfs of random size (a few pages up to a little more than the run's files)."""
+    """Runs on a tmpfs of random size (a few pages up to a little more than the run's files) or inode count."""
     probe = work / "disk-probe"
     failed = mount_tmpfs(probe, "size=16k")
     if failed:
@@ -178,10 +185,15 @@ def disk_full(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[
         cwd = work / f"disk-{i:04d}"
         cwd.mkdir(parents=True)
         kind = rng.choice(["vmc", "lm"])
-        size = 4 * rng.randint(1, pages[kind] + 4)
+        if rng.random() < 0.6:  # full at a write of the run's largest files (an atomic write holds old and new)
+            kib = 4 * rng.randint(1, int(1.6 * pages[kind]) + 4)
+            options, label = f"size={kib}k", f"{kib} KiB"
+        else:  # out of inodes: full at the creation of the n-th file, whatever its size
+            inodes = rng.randint(2, 24)
+            options, label = f"size=64m,nr_inodes={inodes}", f"{inodes} inodes"
 
-        def run(case: Case, kind=kind, size=size) -> Verdict:
-            failed = mount_tmpfs(case.cwd / "mnt", f"size={size}k")
+        def run(case: Case, kind=kind, options=options) -> Verdict:
+            failed = mount_tmpfs(case.cwd / "mnt", options)
             if failed:
                 return Verdict("bug", f"mount failed mid-round: {failed}")
             try:
@@ -189,7 +201,7 @@ def disk_full(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[
             finally:
                 umount(case.cwd / "mnt")
 
-        yield Case("disk full", f"{kind} on a {size} KiB tmpfs", DISK_RUNS[kind], cwd, runner=run)
+        yield Case("disk full", f"{kind} on a tmpfs of {label}", DISK_RUNS[kind], cwd, runner=run)
 
 
 class FamilySkipped(Exception):

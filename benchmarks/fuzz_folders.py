@@ -123,9 +123,15 @@ def _links(rng: random.Random, cwd: Path) -> tuple:
 PLACES = [(8, _file), (4, _under_file), (8, _proc), (5, _chmod), (6, _read_only_mount), (22, _odd), (8, _live_lock),
           (6, _lock_file), (8, _empty_resume), (6, _links)]
 # A finished run (template) started again by a command, with these mode flags.
-RUNS = [(3, "vmc", [], "vmc"), (2, "vmc", ["--overwrite"], "vmc"), (2, "vmc", ["--resume"], "vmc"), (2, "vmc", [], "lm"),
-        (2, "vmc", ["--resume"], "lm"), (2, "lm train", [], "lm"), (2, "lm train", ["--resume"], "lm"),
-        (2, "lm train", ["--overwrite"], "lm"), (2, "lm train", ["--resume"], "vmc")]
+RUNS = [(3, "vmc", [], "vmc"), (2, "vmc", ["--overwrite"], "vmc"), (2, "vmc", ["--resume"], "vmc"),
+        (2, "vmc", [], "lm"), (2, "vmc", ["--resume"], "lm"), (1, "vmc", ["--resume", "--steps", "2"], "vmc"),
+        (1, "vmc", ["--resume", "--steps", "5"], "vmc"), (1, "vmc", ["--resume", "--d-model", "16"], "vmc"),
+        (1, "vmc", ["--resume", "--max-batch", "1", "--threads", "2"], "vmc"),
+        (1, "vmc", ["--resume", "--seed", "1"], "vmc"),
+        (2, "lm train", [], "lm"), (2, "lm train", ["--resume"], "lm"), (2, "lm train", ["--overwrite"], "lm"),
+        (2, "lm train", ["--resume"], "vmc"), (1, "lm train", ["--resume", "--steps", "3"], "lm"),
+        (1, "lm train", ["--resume", "--steps", "9"], "lm"), (1, "lm train", ["--resume", "--lr", "0.1"], "lm"),
+        (1, "lm train", ["--resume", "--arch", "encoder"], "lm")]
 
 
 def _argv(rng: random.Random, out: str, mode: list[str], t: Templates, command: str) -> list[str]:
@@ -147,7 +153,8 @@ def folders(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[Ca
     for i in range(n):
         cwd = work / f"folders-{i:04d}" / "w"  # '..' stays in the case's folder
         cwd.mkdir(parents=True)
-        if rng.random() < 0.25:
+        finished = rng.random() < 0.25
+        if finished:  # real runs: a stub would skip the reconciliation of a resumed run
             _, command, mode, template = rng.choices(RUNS, [row[0] for row in RUNS])[0]
             shutil.copytree(getattr(t, template), cwd / "run")
             label, out, undo = f"a finished {template} run started {' '.join(mode) or 'again'}", "run", None
@@ -156,7 +163,7 @@ def folders(rng: random.Random, n: int, work: Path, t: Templates) -> Iterator[Ca
             label, out, mode, undo = place(rng, cwd)
             runs_only = place in (_live_lock, _lock_file, _empty_resume)
             command = rng.choice(["vmc", "lm train"] if runs_only else ["vmc", "vmc", "lm train", "lm data", "lm show"])
-        stub = command == "vmc" and rng.random() < 0.6
+        stub = command == "vmc" and not finished and rng.random() < 0.6
         argv = _argv(rng, out, mode, t, command)
         check = None if stub else (lambda stdout, cwd=cwd, argv=argv: output_problem(cwd, argv, stdout))
         yield Case("folders", f"{command}: {label}", argv, cwd, stub=stub, check=check, after=undo)

@@ -31,7 +31,7 @@ def value(rng: random.Random, kind: str, safe: bool) -> str:
     typed = {"int": INTS, "float": FLOATS}.get(kind, TEXTS)
     pool = typed if rng.random() < 0.65 else INTS + FLOATS + TEXTS
     big = [] if safe else BIG.get(kind, BIG["int"])
-    return rng.choice(pool + big * 2)
+    return rng.choice(pool + big * 3)
 
 
 # Shapes of a command line that no value fixes.
@@ -39,34 +39,39 @@ def structure(rng: random.Random, flags: list[str]) -> tuple[str, list[str]]:
     """(label, tokens) appended to a valid command line: unknown, repeated, abbreviated or valueless flags."""
     flag = rng.choice(flags)
     choices = [
-        ("unknown flag", ["--bogus"]), ("unknown flag with value", ["--bogus=1"]), ("upper-case flag", [flag.upper(), "1"]),
-        ("abbreviated flag", [flag[:max(3, len(flag) - 2)], "1"]), ("ambiguous prefix", ["--s", "1"]),
-        ("short flag", ["-s", "1"]), ("missing value at the end", [flag]), ("missing value before a flag", [flag, "--json"]),
-        ("repeated flag", [flag, "1", flag, "2"]), ("flag=empty", [f"{flag}="]), ("resume and overwrite", ["--resume", "--overwrite"]),
-        ("extra positional", ["LiH"]), ("double dash", ["--"]), ("double dash then flag", ["--", flag]), ("lone dash", ["-"]),
-        ("bare --=", ["--=1"]), ("flag value with =", [f"{flag}=--x"]), ("json twice", ["--json", "--json"]),
-        ("store_true with a value", ["--json=1"]), ("help", ["-h"]),
+        ("unknown flag", ["--bogus"]), ("unknown flag with value", ["--bogus=1"]),
+        ("upper-case flag", [flag.upper(), "1"]), ("abbreviated flag", [flag[:max(3, len(flag) - 2)], "1"]),
+        ("ambiguous prefix", ["--s", "1"]), ("short flag", ["-s", "1"]), ("missing value at the end", [flag]),
+        ("missing value before a flag", [flag, "--json"]), ("repeated flag", [flag, "1", flag, "2"]),
+        ("flag=empty", [f"{flag}="]), ("resume and overwrite", ["--resume", "--overwrite"]),
+        ("extra positional", ["LiH"]), ("double dash", ["--"]), ("double dash then flag", ["--", flag]),
+        ("lone dash", ["-"]), ("bare --=", ["--=1"]), ("flag value with =", [f"{flag}=--x"]),
+        ("json twice", ["--json", "--json"]), ("store_true with a value", ["--json=1"]), ("help", ["-h"]),
     ]
     return rng.choice(choices)
 
 
 # Molecules that are hostile yet cheap (2 electrons or fewer, or refused): safe for real runs.
 MOLECULES = [
-    ["H2", "--charge", "2"], ["H2", "--charge", "1"], ["H2", "--charge", "-2"], ["H2", "--spin", "2"], ["H2", "--spin", "1"],
-    ["H2", "--spin", "-2"], ["H2", "--spin", "4"], ["H2", "--active", "1", "2"], ["H2", "--active", "0", "0"],
-    ["H2", "--active", "2", "4"], ["H2", "--active", "-1", "2"], ["H2", "--active", "99", "2"], ["H2", "--active", "2", "1"],
-    ["H2", "--active", "1", "1"], ["H2", "--active", "1"], ["--geometry", "H 0 0 0; H 0 0 0"], ["--geometry", "H 0 0 0; H 0 0 0.05"],
-    ["--geometry", "H 0 0 0; H 0 0 nan"], ["--geometry", "H 0 0 0; H 0 0 inf"], ["--geometry", "H 0 0 0; H 0 0 1e400"],
-    ["--geometry", "He 0 0 0"], ["--geometry", "H 0 0 0"], ["--geometry", "H 0 0 0", "--spin", "1"], ["--geometry", "X 0 0 0; H 0 0 1"],
+    ["H2", "--charge", "2"], ["H2", "--charge", "1"], ["H2", "--charge", "-2"], ["H2", "--spin", "2"],
+    ["H2", "--spin", "1"], ["H2", "--spin", "-2"], ["H2", "--spin", "4"], ["H2", "--spin", "-99999999999999999"],
+    ["H2", "--active", "1", "2"], ["H2", "--active", "0", "0"], ["H2", "--active", "2", "4"],
+    ["H2", "--active", "-1", "2"], ["H2", "--active", "99", "2"], ["H2", "--active", "2", "1"],
+    ["H2", "--active", "1", "1"], ["H2", "--active", "1"], ["H2", "--basis", ""], ["H2", "--basis", "6-31g"],
+    ["H2", "--basis", "../../etc/passwd"], ["h2"], ["H2O2"], [""], ["H2", "--geometry", "H 0 0 0; H 0 0 1"],
+    ["--fcidump", "/nonexistent/FCIDUMP"], ["--xyz", "/nonexistent.xyz"],
+    ["--geometry", "H 0 0 0; H 0 0 0"], ["--geometry", "H 0 0 0; H 0 0 0.05"], ["--geometry", "H 0 0 0; H 0 0 nan"],
+    ["--geometry", "H 0 0 0; H 0 0 inf"], ["--geometry", "H 0 0 0; H 0 0 1e400"], ["--geometry", "He 0 0 0"],
+    ["--geometry", "H 0 0 0"], ["--geometry", "H 0 0 0", "--spin", "1"], ["--geometry", "X 0 0 0; H 0 0 1"],
     ["--geometry", "Xx 0 0 0"], ["--geometry", ""], ["--geometry", ";;;"], ["--geometry", "H 0 0; H 0 0 1"],
-    ["--geometry", "H 0 0 0 0; H 0 0 1"], ["--geometry", "H 0 0 0; H 0 0 30"], ["--geometry", "H\t0\t0\t0\nH 0 0 0.74"],
-    ["--geometry", "h 0 0 0; h 0 0 0.74"], ["--geometry", "H1 0 0 0; H2 0 0 0.74"], ["--geometry", "H 0,0,0; H 0,0,0.74"],
-    ["--geometry", "H 0 0 0; H 0 0 0.74", "--basis", "nonsense"], ["H2", "--basis", ""], ["H2", "--basis", "6-31g"],
-    ["H2", "--basis", "../../etc/passwd"], ["h2"], ["H2O2"], [""], ["--fcidump", "/nonexistent/FCIDUMP"],
-    ["H2", "--geometry", "H 0 0 0; H 0 0 1"], ["--geometry", "Og 0 0 0"], ["--geometry", "He 0 0 0; He 0 0 0.1"],
-    ["--geometry", "H 0 0 0; H 0 0 0.74", "--charge", "99999999999999999999"], ["H2", "--spin", "-99999999999999999"],
-    ["--geometry", "H 0 0 0; H 0 0 0.74", "--basis", "sto-3g", "--charge", "0"], ["--geometry", "H 0 0 0; H 0 0 0.74\n"],
-    ["--xyz", "/nonexistent.xyz"], ["--geometry", "\u0397 0 0 0; H 0 0 0.74"], ["--geometry", "H \u0660 0 0; H 0 0 0.74"],
+    ["--geometry", "H 0 0 0 0; H 0 0 1"], ["--geometry", "H 0 0 0; H 0 0 30"],
+    ["--geometry", "H\t0\t0\t0\nH 0 0 0.74"], ["--geometry", "h 0 0 0; h 0 0 0.74"],
+    ["--geometry", "H1 0 0 0; H2 0 0 0.74"], ["--geometry", "H 0,0,0; H 0,0,0.74"],
+    ["--geometry", "H 0 0 0; H 0 0 0.74", "--basis", "nonsense"], ["--geometry", "Og 0 0 0"],
+    ["--geometry", "He 0 0 0; He 0 0 0.1"], ["--geometry", "H 0 0 0; H 0 0 0.74", "--charge", "99999999999999999999"],
+    ["--geometry", "H 0 0 0; H 0 0 0.74", "--basis", "sto-3g", "--charge", "0"],
+    ["--geometry", "H 0 0 0; H 0 0 0.74\n"], ["--geometry", "\u0397 0 0 0; H 0 0 0.74"],
+    ["--geometry", "H \u0660 0 0; H 0 0 0.74"],
 ]
 
 
@@ -106,7 +111,8 @@ def fcidump(rng: random.Random, text: str) -> tuple[str, bytes]:
         ("random bytes", lambda: random_bytes(rng, rng.choice([1, 64, 4096]))),
         ("empty", lambda: b""), ("header only", lambda: "\n".join(lines[:4]).encode()),
         ("no header", lambda: "\n".join(lines[4:]).encode()),
-        (f"cut at byte {cut}", lambda: text[:cut].encode()), (f"first {n_lines} lines", lambda: "\n".join(lines[:n_lines]).encode()),
+        (f"cut at byte {cut}", lambda: text[:cut].encode()),
+        (f"first {n_lines} lines", lambda: "\n".join(lines[:n_lines]).encode()),
         (f"a value {bad_value}", lambda: _lines_edit(text, rng, lambda f: [bad_value, *f[1:]]).encode()),
         (f"an index {bad_index}", lambda: _lines_edit(text, rng, lambda f: [f[0], bad_index, *f[2:]]).encode()),
         (f"{field}={bad_header!r}", lambda: _header(text, field, bad_header).encode()),
@@ -116,11 +122,14 @@ def fcidump(rng: random.Random, text: str) -> tuple[str, bytes]:
         ("no core line", lambda: "\n".join(lines[:-1]).encode()),
         ("a line repeated", lambda: "\n".join(lines[:5] + lines[4:]).encode()),
         ("asymmetric integrals", lambda: _asymmetric(text).encode()),
-        ("CRLF line ends", lambda: text.replace("\n", "\r\n").encode()), ("BOM", lambda: b"\xef\xbb\xbf" + text.encode()),
-        ("UTF-16", lambda: text.encode("utf-16")), ("tabs", lambda: text.replace(" ", "\t").encode()),
-        ("blank lines", lambda: text.replace("\n", "\n\n").encode()), ("Fortran exponents", lambda: text.replace("e", "D").encode()),
+        ("CRLF line ends", lambda: text.replace("\n", "\r\n").encode()),
+        ("BOM", lambda: b"\xef\xbb\xbf" + text.encode()), ("UTF-16", lambda: text.encode("utf-16")),
+        ("tabs", lambda: text.replace(" ", "\t").encode()),
+        ("blank lines", lambda: text.replace("\n", "\n\n").encode()),
+        ("Fortran exponents", lambda: text.replace("e", "D").encode()),
         ("lower-case header", lambda: text.replace("&FCI", "&fci").replace("&END", "&end").encode()),
-        ("no &END", lambda: text.replace("&END", "").encode()), ("trailing garbage", lambda: (text + "garbage\n").encode()),
+        ("no &END", lambda: text.replace("&END", "").encode()),
+        ("trailing garbage", lambda: (text + "garbage\n").encode()),
         ("a sixth column", lambda: _lines_edit(text, rng, lambda f: [*f, "7"]).encode()),
         ("orbital energy lines", lambda: text.replace(lines[-1], f"-0.5 1 0 0 0\n{lines[-1]}").encode()),
         ("NUL bytes", lambda: text.replace("\n", "\n\0", 2).encode()),
@@ -179,12 +188,14 @@ def toml(rng: random.Random, keys: list[str]) -> tuple[str, bytes]:
     raw = rng.choice(["nan", "inf", "-inf", "-1", "0", "1.5", "true", "'x'", "''", "[1, 2]", "99999999999999999999",
                       "1e400", "{ a = 1 }", "1979-05-27", "'\u00fc'", "'cuda:x'", "'meta'", "2", "1024", "1000000"])
     choices = [
-        (f"{key} = {raw}", f"{key} = {raw}\n"), ("unknown key", "bogus = 1\n"), ("capitalised key", f"{key.capitalize()} = 1\n"),
+        (f"{key} = {raw}", f"{key} = {raw}\n"), ("unknown key", "bogus = 1\n"),
+        ("capitalised key", f"{key.capitalize()} = 1\n"),
         ("not TOML", "steps ==\n"), ("a table", "[run]\nsteps = 1\n"), ("a dotted key", f"{key}.x = 1\n"),
         ("a key twice", f"{key} = 1\n{key} = 2\n"), ("deep nesting", "a = " + "[" * 5000 + "]" * 5000 + "\n"),
         ("huge string", f"{key} = '{'x' * 100000}'\n"), ("empty", ""), ("BOM", f"\ufeff{key} = 1\n"),
         ("comment only", "# nothing\n"), ("array of tables", "[[x]]\na = 1\n"),
-        ("two keys", f"{key} = {raw}\n{rng.choice(keys)} = {raw}\n"), ("d_model not divisible", "d_model = 7\nn_heads = 2\n"),
+        ("two keys", f"{key} = {raw}\n{rng.choice(keys)} = {raw}\n"),
+        ("d_model not divisible", "d_model = 7\nn_heads = 2\n"),
         ("threads over the limit", "threads = 1025\n"),
     ]
     draw = rng.random()
@@ -218,14 +229,17 @@ def lm_data(rng: random.Random) -> tuple[str, bytes]:
         ("huge operand", a5(["BOS POSITIVE 99999999999999999999 add POSITIVE 01 EOS"], [ANSWER])),
         ("a wrong answer", a5([QUESTION], ["BOS POSITIVE 42 EOS"])), ("no BOS", a5([QUESTION[4:]], [ANSWER])),
         ("a 20,000-token question", a5(["BOS " + "POSITIVE 01 add " * 5000 + "POSITIVE 01 EOS"], [ANSWER])),
-        ("deep nesting", b"[" * 100000 + b"]" * 100000), ("NaN value", b'{"inp_expression": NaN, "out_expression": NaN}'),
-        ("1e400 value", b'{"inp_expression": 1e400, "out_expression": []}'), ("BOM", b"\xef\xbb\xbf" + a5([QUESTION], [ANSWER])),
-        ("UTF-16", a5([QUESTION], [ANSWER]).decode().encode("utf-16")), ("duplicate keys",
-         b'{"inp_expression": [], "inp_expression": ["' + QUESTION.encode() + b'"], "out_expression": ["' + ANSWER.encode() + b'"]}'),
+        ("deep nesting", b"[" * 100000 + b"]" * 100000),
+        ("NaN value", b'{"inp_expression": NaN, "out_expression": NaN}'),
+        ("1e400 value", b'{"inp_expression": 1e400, "out_expression": []}'),
+        ("BOM", b"\xef\xbb\xbf" + a5([QUESTION], [ANSWER])),
+        ("UTF-16", a5([QUESTION], [ANSWER]).decode().encode("utf-16")),
+        ("duplicate keys", b'{"inp_expression": [], ' + a5([QUESTION], [ANSWER])[1:]),
         ("extra keys", json.dumps({"inp_expression": [QUESTION], "out_expression": [ANSWER], "x": 1}).encode()),
-        ("trailing garbage", a5([QUESTION], [ANSWER]) + b" ]"), ("lone surrogate escape", b'{"inp_expression": ["\\ud800"], '
-                                                                b'"out_expression": ["' + ANSWER.encode() + b'"]}'),
-        ("many duplicates", a5([QUESTION] * 3000, [ANSWER] * 3000)), ("tabs in a question", a5([QUESTION.replace(" ", "\t")], [ANSWER])),
+        ("trailing garbage", a5([QUESTION], [ANSWER]) + b" ]"),
+        ("lone surrogate escape", a5(["\ud800"], [ANSWER])),  # json writes it as the escape \\ud800
+        ("many duplicates", a5([QUESTION] * 3000, [ANSWER] * 3000)),
+        ("tabs in a question", a5([QUESTION.replace(" ", "\t")], [ANSWER])),
     ]
     if rng.random() < 0.08:
         return "random bytes", random_bytes(rng, rng.choice([8, 2048]))
@@ -236,8 +250,9 @@ def corrupt(rng: random.Random, path: Path, donor: Path | None) -> str:
     """Damage the run file ``path`` in one random way (``donor``: the same file of another run); its label."""
     data = path.read_bytes() if path.is_file() else b""
     cut = rng.randrange(max(1, len(data)))
-    how = rng.choice(["truncated", "random bytes", "one byte flipped", "empty", "deleted", "another run's",
-                      "a folder", "doubled", "1 MB of zeros"] + (["edited"] if path.suffix in (".toml", ".csv") else []))
+    hows = ["truncated", "random bytes", "one byte flipped", "empty", "deleted", "another run's", "a folder", "doubled",
+            "1 MB of zeros"]
+    how = rng.choice(hows + (["edited"] if path.suffix in (".toml", ".csv") else []))
     if how == "another run's" and donor is None:
         how = "random bytes"
     path.unlink(missing_ok=True)
@@ -247,7 +262,8 @@ def corrupt(rng: random.Random, path: Path, donor: Path | None) -> str:
     if how == "random bytes":
         path.write_bytes(random_bytes(rng, len(data) or 64))
     elif how == "one byte flipped":
-        path.write_bytes(data[:cut] + bytes([data[cut] ^ (1 << rng.randrange(8))]) + data[cut + 1:] if data else b"\x01")
+        flipped = bytes([data[cut] ^ (1 << rng.randrange(8))]) if data else b"\x01"
+        path.write_bytes(data[:cut] + flipped + data[cut + 1:])
     elif how == "empty":
         path.write_bytes(b"")
     elif how == "another run's":
@@ -277,7 +293,7 @@ def _edit(rng: random.Random, text: str, suffix: str) -> tuple[str, str]:
     header, rows = lines[:1], lines[1:] or [""]
     edits = {"a row twice": lambda: rows + rows[-1:], "a row missing": lambda: rows[:-2] + rows[-1:],
              "rows reversed": lambda: rows[::-1], "a garbage row": lambda: rows + ["\x00garbage,,,"],
-             "header only": lambda: [], "nan values": lambda: [",".join([r.split(",")[0]] + ["nan"] * (r.count(","))) for r in rows],
+             "header only": lambda: [], "nan values": lambda: [r.split(",")[0] + ",nan" * r.count(",") for r in rows],
              "a row cut short": lambda: rows[:-1] + [rows[-1][:len(rows[-1]) // 2]]}
     edit = rng.choice([*edits, "no header", "an extra column"])
     if edit == "no header":
@@ -285,3 +301,34 @@ def _edit(rng: random.Random, text: str, suffix: str) -> tuple[str, str]:
     if edit == "an extra column":
         return f"edited: {edit}", "\n".join([header[0] + ",extra"] + [r + ",1" for r in rows]) + "\n"
     return f"edited: {edit}", "\n".join(header + edits[edit]()) + "\n"
+
+
+def corrupt_cache(rng: random.Random, folder: Path) -> str:
+    """Damage one entry of an ``NNQS_CACHE_DIR`` (the Hamiltonian or references of a molecule); its label."""
+    import numpy as np
+
+    path = rng.choice(sorted(folder.iterdir()))
+    kind = path.name.split(".", 1)[1]
+    draw = rng.random()
+    if draw < 0.25:
+        return f"cache {kind}: " + corrupt(rng, path, None)
+    if path.suffix == ".npz":
+        with np.load(path) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        name = rng.choice(sorted(arrays))
+        edit = rng.choice(["nan", "inf", "shape", "1e300", "dropped"])
+        if edit == "dropped":
+            arrays.pop(name)
+        else:
+            a = arrays[name].copy()
+            a.flat[rng.randrange(a.size)] = {"nan": np.nan, "inf": np.inf, "1e300": 1e300, "shape": 0.0}[edit]
+            arrays[name] = a[..., :1] if edit == "shape" else a
+        np.savez(path, **arrays)
+        return f"cache {kind}: {name} {edit}"
+    data = json.loads(path.read_text())
+    leaf = data["exact"] if "exact" in data and rng.random() < 0.6 else data
+    key = rng.choice(sorted(leaf))
+    new = rng.choice([float("nan"), float("inf"), -1e300, "x", None, [], -1, 99, True])
+    leaf[key] = new
+    path.write_text(json.dumps(data))
+    return f"cache {kind}: {key} = {new!r}"

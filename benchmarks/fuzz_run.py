@@ -6,13 +6,13 @@ an address-space limit, its stdout and stderr in files. With ``stub`` the expens
 after the parsers (the VMC run, the LM training, the exact references) is replaced by a
 stand-in that checks the config it is handed and stops: reaching it counts as exit 0.
 
-The child's stdout is UTF-8 with ``errors="strict"`` (a terminal in an ``en_US.UTF-8``
-locale) and its stderr ``backslashreplace``, as Python sets them there.
+The child's stdout is UTF-8 with ``errors="strict"`` and its stderr ``backslashreplace``, as
+Python sets them in an ``en_US.UTF-8`` locale (in ``C.UTF-8`` stdout is ``surrogateescape``).
 
 Outcomes: ``ran`` (exit 0 and sound output), ``refused`` (exit 1 or 2, one line
-``nnqs...: error: <what>`` on stderr besides ``nnqs: note:`` lines, no traceback) and
-``bug`` (anything else: a traceback, several lines of error, a crash, a hang past the
-limit, exit 0 with unsound output).
+``nnqs...: error: <what>`` on stderr besides the run's ``nnqs: note:`` and ``nnqs: warning:``
+lines, no traceback) and ``bug`` (anything else: a traceback, several lines of error, a
+crash, a hang past the limit, exit 0 with unsound output).
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ class Case:
     check: Check | None = None
     timeout: float = 60.0
     after: Callable[[], None] | None = None
+    env: dict[str, str] | None = None  # environment variables set in the child
     runner: Callable[["Case"], "Verdict"] | None = None  # a case of several steps runs itself
 
 
@@ -125,7 +126,7 @@ def preload() -> None:
     torch.set_num_threads(1)
 
 
-def _child(argv: list[str], stub: bool, cwd: Path, out_fd: int, err_fd: int) -> None:
+def _child(argv: list[str], stub: bool, cwd: Path, env: dict | None, out_fd: int, err_fd: int) -> None:
     """The forked child: run the command, never return."""
     code = 70
     try:
@@ -137,6 +138,7 @@ def _child(argv: list[str], stub: bool, cwd: Path, out_fd: int, err_fd: int) -> 
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a fresh interpreter
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.chdir(cwd)
+        os.environ.update(env or {})
         used = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
         resource.setrlimit(resource.RLIMIT_AS, (used + MEMORY_LIMIT, used + MEMORY_LIMIT))
         if stub:
@@ -166,21 +168,23 @@ def _child(argv: list[str], stub: bool, cwd: Path, out_fd: int, err_fd: int) -> 
         os._exit(int(code) & 0xFF)
 
 
-def _tail(fh, limit: int = 1 << 16) -> str:
+def _tail(fh, limit: int = 1 << 22) -> str:
     fh.seek(0, os.SEEK_END)
     fh.seek(max(0, fh.tell() - limit))
     return fh.read().decode("utf-8", "backslashreplace")
 
 
-def run_forked(argv: list[str], cwd: Path, *, stub: bool = False, timeout: float = 60.0) -> Result:
-    """``nnqs argv`` in a forked child within ``timeout`` seconds (then SIGKILL: rc None)."""
+def run_forked(argv: list[str], cwd: Path, *, stub: bool = False, timeout: float = 60.0,
+               env: dict[str, str] | None = None) -> Result:
+    """``nnqs argv`` in a forked child (in ``cwd``, with ``env`` added) within ``timeout`` seconds
+    (then SIGKILL: rc None)."""
     sys.stdout.flush()
     sys.stderr.flush()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            _child(argv, stub, cwd, out.fileno(), err.fileno())
+            _child(argv, stub, cwd, env, out.fileno(), err.fileno())
         rc = wait_for(pid, start + timeout)
         return Result(rc, _tail(out), _tail(err), time.monotonic() - start)
 
@@ -201,11 +205,12 @@ def wait_for(pid: int, deadline: float) -> int | None:
 
 
 def error_lines(stderr: str) -> list[str]:
-    """The stderr lines that are not notes or progress (tqdm redraws its line with carriage returns)."""
+    """The stderr lines that are not a run's notes, warnings (a rolled-back step) or progress (tqdm
+    redraws its line with carriage returns)."""
     lines = []
     for raw in stderr.splitlines():
-        line = raw.split("\r")[-1].strip()
-        if line and not line.startswith("nnqs: note:") and "\r" not in raw:
+        line = raw.strip()
+        if line and not line.startswith(("nnqs: note:", "nnqs: warning:")) and "\r" not in raw:
             lines.append(line)
     return lines
 
@@ -235,15 +240,11 @@ def classify(result: Result, check: Check | None = None, codes: tuple[int, ...] 
 
 
 def run_case(case: Case) -> Verdict:
-    """Run ``case`` (forked) and classify it."""
-    if case.runner is not None:
-        try:
-            return case.runner(case)
-        finally:
-            if case.after is not None:
-                case.after()
+    """Run ``case`` (forked, or by its own ``runner``) and classify it."""
     try:
-        result = run_forked(case.argv, case.cwd, stub=case.stub, timeout=case.timeout)
+        if case.runner is not None:
+            return case.runner(case)
+        result = run_forked(case.argv, case.cwd, stub=case.stub, timeout=case.timeout, env=case.env)
     finally:
         if case.after is not None:
             case.after()

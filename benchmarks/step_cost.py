@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exact", type=int, nargs="*", default=[4096, 8192])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sr-rows", type=int, nargs="+", default=[VMCConfig().sr_rows],
+                        help="expected subsample sizes of the SR step (one record per size and set)")
     args = parser.parse_args(argv)
     if args.quick:
         args.chain, args.spacing, args.sizes, args.exact, args.repeats = (QUICK[k] for k in
@@ -109,10 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     ham = CompactHamiltonian.from_molecular(mol, wf.device)
     sci = selected_ci(ham, wf.hf_config().unsqueeze(0), 1e-6, max(args.sizes))
     records = []
-    for u in args.sizes:
+    for u, rows in ((u, rows) for u in args.sizes for rows in args.sr_rows):
         if u > len(sci.configs):
             break
         core = sci.configs[:u]
+        if not args.quick:
+            cfg = dataclasses.replace(cfg, sr_rows=rows)
         record = {"benchmark": "step_cost", "system": mol.description, "working_set": u, "sr_rows": cfg.sr_rows,
                   "sr_exact_max": cfg.sr_exact_max,
                   **time_steps(wf, ham, cfg, core, args.repeats)}

@@ -10,6 +10,7 @@ largest bond dimension and the fit; the cache entry is keyed by the DMRG setting
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 
@@ -86,7 +87,7 @@ def _stored(key: str, cache: bool) -> dict:
     stored = hit[0]
     numbers = [stored.get("e_ccsd"), stored.get("e_ccsd_t"), *stored.get("exact", {}).values()]
     ok = "e_ccsd" in stored and isinstance(stored.get("exact"), dict)
-    return stored if ok and all(x is None or isinstance(x, float) for x in numbers) else {}
+    return stored if ok and all(x is None or (isinstance(x, float) and math.isfinite(x)) for x in numbers) else {}
 
 
 def _dmrg_stored(key: str, settings: DmrgSettings, cache: bool) -> DmrgResult | None:

@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     reuse_freed_memory()  # about 2x faster VMC steps on glibc (see nnqs.common.allocator)
+    # a path given as bytes that are not UTF-8 prints back as given, in any locale (not a UnicodeEncodeError)
+    getattr(sys.stdout, "reconfigure", lambda **_: None)(errors="surrogateescape")
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)

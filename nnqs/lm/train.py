@@ -35,6 +35,7 @@ from nnqs.lm.build import ArithmeticLM, build_model
 from nnqs.common.schedule import warmup_cosine
 
 VAL_SEED_OFFSET = 1_000_003
+LR_MAX = 1e6  # far above any useful rate, far below float32's 3.4e38
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class TrainConfig:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         for name, ok, rule in (
-            ("lr", 0 < self.lr < math.inf, "a finite number > 0"),
+            ("lr", 0 < self.lr <= LR_MAX, f"a number > 0 and at most {LR_MAX:g} (AdamW's float32 update overflows above)"),
             ("min_lr_ratio", 0 <= self.min_lr_ratio <= 1, "in 0..1"),
             ("weight_decay", 0 <= self.weight_decay < math.inf, "a finite number >= 0"),
             ("dropout", 0 <= self.dropout < 1, "in [0, 1)"),

@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from hamiltonians import MolecularHamiltonian, MoleculeSpec, build_hamiltonian
+from hamiltonians import InputError, MolecularHamiltonian, MoleculeSpec, build_hamiltonian
+from hamiltonians.sector import sector_dim
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.configurations import hf_tokens
 from nnqs.vmc.sci import selected_ci
@@ -34,14 +35,25 @@ def hamiltonian_for(spec: MoleculeSpec, orbitals: str, threshold: float, progres
                     ) -> tuple[MolecularHamiltonian, dict]:
     """The Hamiltonian of ``spec`` in the ``orbitals`` asked for ("canonical", "localized", or "auto":
     the rule of the module docstring) and what the result should record of the choice. An FCIDUMP's
-    orbitals are used as given."""
+    orbitals are used as given. A sector of a single determinant is refused (InputError): its energy
+    is Hartree-Fock's, with nothing for a wavefunction to learn."""
     if spec.fcidump is not None or orbitals != "auto":
         chosen = "canonical" if spec.fcidump is not None else orbitals
-        return build_hamiltonian(dataclasses.replace(spec, orbitals=chosen)), {"orbitals": chosen}
-    hams = {o: build_hamiltonian(dataclasses.replace(spec, orbitals=o)) for o in ("canonical", "localized")}
+        return _more_than_one_determinant(build_hamiltonian(dataclasses.replace(spec, orbitals=chosen))), {"orbitals": chosen}
+    hams = {o: _more_than_one_determinant(build_hamiltonian(dataclasses.replace(spec, orbitals=o)))
+            for o in ("canonical", "localized")}
     energies = {o: probe_energy(h, threshold) for o, h in hams.items()}
     chosen = "localized" if energies["localized"] < energies["canonical"] - PROBE_MARGIN else "canonical"
     if progress and chosen == "localized":  # canonical orbitals are what a run works in unless said
         print(f"orbitals: {chosen} (selected-CI sets of {PROBE_SIZE}: canonical {energies['canonical']:.6f} Ha, "
               f"localized {energies['localized']:.6f} Ha)", file=sys.stderr, flush=True)
     return hams[chosen], {"orbitals": chosen, **{f"e_probe_{o}": e for o, e in energies.items()}}
+
+
+def _more_than_one_determinant(ham: MolecularHamiltonian) -> MolecularHamiltonian:
+    """``ham``, or InputError when its N_alpha/N_beta sector holds a single determinant."""
+    if sector_dim(ham.n_orbitals, ham.n_alpha, ham.n_beta) < 2:
+        raise InputError(f"{ham.description}: {ham.n_alpha}a+{ham.n_beta}b electrons in {ham.n_orbitals} orbitals "
+                         "make a single determinant, whose energy is Hartree-Fock's; there is nothing for VMC to "
+                         "optimise (nnqs exact gives it)")
+    return ham

@@ -207,6 +207,9 @@ def _finish(wf, ham, compact: CompactHamiltonian, spec, state, cfg: VMCConfig, r
               f"{FINAL_UNIQUE_MAX} unique configurations", file=sys.stderr, flush=True)
     final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm,
                          connected_dtype=cfg.connected_dtype)
+    if not np.isfinite(final.energy):
+        raise UserError(f"the network's final energy is not finite: the run diverged (try a smaller --lr); "
+                        f"its history and checkpoint are in {folder.path}")
     result = _result(ham, refs, final, cfg, wf, 0.0)
     if state.core is not None and comm.is_root:
         result.update(core_energies(wf, compact, state.core, cfg.max_batch))

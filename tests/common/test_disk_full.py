@@ -10,7 +10,7 @@ import pytest
 from nnqs.cli import main
 from nnqs.common.checkpoint import load_checkpoint
 
-VMC = ["vmc", "H2", "--steps", "8", "--d-model", "8", "--n-layers", "1", "--phase-pretrain", "0", "--pretrain-steps", "0",
+VMC = ["vmc", "H2", "--steps", "8", "--d-model", "8", "--n-layers", "1", "--pretrain-steps", "0",
        "--final-samples", "1000", "--no-exact", "--threads", "1", "--checkpoint-every", "3", "--no-progress"]
 LM = ["lm", "train", "--steps", "8", "--eval-every", "2", "--checkpoint-every", "3", "--d-model", "8", "--n-layers",
       "1", "--batch-size", "8", "--train-size", "40", "--val-size", "8", "--no-progress", "--threads", "1"]

@@ -12,7 +12,7 @@ from nnqs.common.checkpoint import load_checkpoint
 from nnqs.common.errors import UserError
 from nnqs.common.runfolder import LOCK_NAME, claim
 
-VMC = ["vmc", "H2", "--d-model", "8", "--n-layers", "1", "--phase-pretrain", "0", "--pretrain-steps", "0", "--final-samples", "1000",
+VMC = ["vmc", "H2", "--d-model", "8", "--n-layers", "1", "--pretrain-steps", "0", "--final-samples", "1000",
        "--no-exact", "--threads", "1", "--checkpoint-every", "2"]
 LM = ["lm", "train", "--eval-every", "4", "--checkpoint-every", "4", "--d-model", "8", "--n-layers", "1",
       "--batch-size", "8", "--train-size", "40", "--val-size", "8", "--no-progress", "--threads", "1"]

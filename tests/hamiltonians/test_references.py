@@ -48,3 +48,15 @@ def test_second_run_comes_from_cache_and_corrupt_entries_are_recomputed():
     assert not third.from_cache and third.e_exact == pytest.approx(first.e_exact, abs=1e-10)
     ed = exact_references(spec, "ed")  # another method: exact part recomputed, the rest cached
     assert ed.e_exact == pytest.approx(first.e_exact, abs=1e-8) and ed.e_ccsd == third.e_ccsd
+
+
+def test_a_cached_reference_that_is_not_finite_is_recomputed():
+    import json
+
+    spec = get_spec("H2")
+    first = exact_references(spec)
+    path = cache_dir() / f"{spec.key()}.refs.json"
+    stored = json.loads(path.read_text())
+    path.write_text(json.dumps(stored | {"e_ccsd_t": float("nan")}))  # NaN: valid to json, a float to Python
+    again = exact_references(spec)
+    assert not again.from_cache and again.e_ccsd_t == pytest.approx(first.e_ccsd_t, abs=1e-10)

@@ -107,6 +107,7 @@ def test_bad_data_file_for_eval_exits_2(run_dir, tmp_path, capsys):
         ["lm", "data", "--n", "-3", "--out", "x.json"],
         ["lm", "data", "--n", "20000", "--out", "x.json"],
         ["lm", "train", "--steps", "0", "--out", "r"],
+        ["lm", "train", "--lr", "1e300", "--warmup-steps", "0", "--out", "r"],
         ["lm", "train", "--data", "missing.json", "--out", "r"],
         ["lm", "train", "--d-model", "30", "--n-heads", "4", "--out", "r"],
         ["lm", "train", "--config", "missing.toml", "--out", "r"],

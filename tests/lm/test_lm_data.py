@@ -42,6 +42,20 @@ def test_cli_data_round_trip_answers_are_correct(tmp_path, capsys):
     assert data.generate_pairs(500, 4).questions != pairs.questions
 
 
+
+def test_a_path_of_bytes_that_are_not_utf8_prints_back_as_given(tmp_path, monkeypatch):
+    """A terminal in an en_US.UTF-8 locale: Python's stdout is strict there (surrogateescape in C.UTF-8)."""
+    import io
+    import os
+    import sys
+
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="utf-8", errors="strict"))
+    out = os.fsdecode(os.fsencode(tmp_path) + b"/\xff.json")
+    assert main(["lm", "data", "--n", "3", "--out", out]) == 0
+    sys.stdout.flush()
+    assert raw.getvalue().endswith(b"/\xff.json\n") and data.load_pairs(out)
+
 def test_the_a5_example():
     assert data.question_text(-30, "subtract", -34) == "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"
     assert data.answer_text(-30, "subtract", -34) == "BOS POSITIVE 04 EOS"

@@ -85,8 +85,11 @@ def vm_hwm_mb() -> float | None:
     (["vmc", "H2", "--teacher", "mp1", "--pretrain-steps", "10", "--teacher-max", "8"],
      "--teacher-max, --pretrain-steps applies to --teacher sci only"),
     (["vmc", "H2", "--core-rule", "amplitude"], "unrecognized arguments"),
+    (["vmc", "--geometry", "He 0 0 0", "--no-exact"], "make a single determinant"),
+    (["vmc", "LiH", "--active", "1", "2", "--no-exact"], "make a single determinant"),
 ])
-def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys):
+def test_bad_vmc_options_exit_2_with_one_line(argv, words, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a refused run leaves nothing in the repository
     with pytest.raises(SystemExit) as exc:
         raise SystemExit(main(argv))
     assert exc.value.code == 2
@@ -171,3 +174,12 @@ def test_every_flag_is_a_config_field_and_its_help_shows_that_fields_default():
         shown = help_text(name, text).rsplit("(default ", 1)[1].rstrip(")")
         value = fields[name]
         assert (float(shown) == value) if isinstance(value, (int, float)) else shown == str(value), name
+
+
+def test_a_diverged_run_ends_in_one_line_with_its_files_kept(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["vmc", "H2", "--lr", "1e30", "--steps", "3", "--d-model", "8", "--n-layers", "1", "--final-samples",
+                 "1000", "--no-exact", "--no-progress", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "final energy is not finite" in err, err
+    assert (out / "checkpoint.pt").is_file() and (out / "history.csv").is_file()

@@ -29,7 +29,7 @@ WALL = {"t_sample", "t_local", "t_grad"}
 
 def argv(out: Path, *extra: str) -> list[str]:
     return ["vmc", "H2", "--basis", "6-31g", "--steps", str(STEPS), "--d-model", "16", "--n-layers", "1",
-            "--phase-pretrain", "0", "--pretrain-steps", "0", "--final-samples", "10000", "--no-exact", "--threads", "1",
+            "--pretrain-steps", "0", "--final-samples", "10000", "--no-exact", "--threads", "1",
             "--checkpoint-every", "5", "--out", str(out), *extra]
 
 
