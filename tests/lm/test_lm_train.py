@@ -83,7 +83,8 @@ def test_batches_follow_one_randperm_per_epoch_and_resume_from_their_state():
 @pytest.mark.parametrize("kw, words", [
     (dict(steps=0), "steps must be >= 1, got 0"),
     (dict(d_model=30, n_heads=4), "d_model (30) must be divisible by n_heads (4)"),
-    (dict(lr=-1.0), "lr must be a finite number > 0, got -1.0"),
+    (dict(lr=-1.0), "lr must be a number > 0 and at most 1e+06 (AdamW's float32 update overflows above), got -1.0"),
+    (dict(lr=1e300), "lr must be a number > 0 and at most 1e+06 (AdamW's float32 update overflows above), got 1e+300"),
     (dict(min_lr_ratio=1.5), "min_lr_ratio must be in 0..1, got 1.5"),
     (dict(weight_decay=float("inf")), "weight_decay must be a finite number >= 0, got inf"),
     (dict(dropout=1.0), "dropout must be in [0, 1), got 1.0"),
