@@ -59,6 +59,10 @@ def build_config(cls: type[C], toml_path: str | Path | None = None, overrides: d
     if toml_path is not None:
         values.update(read_toml(toml_path))
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    for key, value in getattr(cls, "RETIRED", {}).items():  # a removed setting, kept by files of older runs
+        if values.get(key, value) != value:
+            raise UserError(f"config key {key} = {values[key]!r} is no longer supported (only {value!r} remains)")
+        values.pop(key, None)
     hints = typing.get_type_hints(cls)
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - fields)

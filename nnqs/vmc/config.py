@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -28,6 +28,8 @@ TEACHER_ONLY = {"sci": ("teacher_threshold", "teacher_max", "pretrain_steps", "p
 @dataclass(frozen=True)
 class VMCConfig:
     """Everything that defines a VMC run (saved with every result and checkpoint)."""
+
+    RETIRED: ClassVar[dict] = {"core_rule": "first-order"}  # removed settings an older run's config.toml may hold
 
     steps: int = 300
     samples: int = 10**12  # requested samples per step: cheap, the unique set is what costs (may adapt)

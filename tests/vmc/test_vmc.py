@@ -180,3 +180,15 @@ def test_sample_count_adapts_to_the_unique_window_of_plain_sampled_vmc():
     assert adapt_samples(4000, 500, cfg) == 4000
     assert adapt_samples(400, 5000, cfg) == 100  # never below 100 samples
     assert adapt_samples(4000, 50, VMCConfig(selection="samples", unique_min=0)) == 4000  # 0: off
+
+
+def test_an_older_runs_config_with_a_retired_setting_still_loads(tmp_path):
+    """config.toml files written before core_rule was removed hold its only remaining value."""
+    from nnqs.common.config import build_config
+    from nnqs.common.errors import UserError
+
+    (tmp_path / "old.toml").write_text('core_rule = "first-order"\nsteps = 3\n')
+    assert build_config(VMCConfig, tmp_path / "old.toml").steps == 3
+    (tmp_path / "other.toml").write_text('core_rule = "amplitude"\n')
+    with pytest.raises(UserError, match="core_rule = 'amplitude' is no longer supported"):
+        build_config(VMCConfig, tmp_path / "other.toml")
