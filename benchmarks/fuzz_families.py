@@ -179,23 +179,27 @@ def _toml(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], 
     return f"config {instead or label}", argv + ["--config", path, *(tiny if real else []), "--out", "run"], not real
 
 
+def _corrupted_copy(rng: random.Random, cwd: Path, template: Path, weights: dict[str, int], kin: Path,
+                    stranger: Path) -> str:
+    """Copy the run folder ``template`` to ``cwd/run`` and corrupt one of its files (drawn by ``weights``),
+    with the same file of a kindred run (7 in 10) or of a run of the other mode as donor; the label."""
+    shutil.copytree(template, cwd / "run")
+    name = rng.choices(list(weights), list(weights.values()))[0]
+    donor = (kin if rng.random() < 0.7 else stranger) / name
+    return inputs.corrupt(rng, cwd / "run" / name, donor)
+
+
 def _vmc_folder(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], bool]:
-    shutil.copytree(t.vmc, cwd / "run")
-    names = ["checkpoint.pt", "config.toml", "history.csv", "pretrain.pt", "result.json"]
-    name = rng.choices(names, [35, 20, 20, 15, 10])[0]
-    donor = (t.vmc_other if rng.random() < 0.7 else t.lm) / name
-    label = inputs.corrupt(rng, cwd / "run" / name, donor)
+    label = _corrupted_copy(rng, cwd, t.vmc, {"checkpoint.pt": 35, "config.toml": 20, "history.csv": 20,
+                                              "pretrain.pt": 15, "result.json": 10}, t.vmc_other, t.lm)
     mode = rng.choices([["--steps", "5", "--resume"], ["--steps", "5", "--overwrite"], ["--steps", "5"], ["--resume"]],
                        [75, 10, 10, 5])[0]
     return f"vmc run folder: {label}; {' '.join(mode)}", ["vmc", "H2", *VMC_TINY, "--out", "run", *mode], False
 
 
 def _lm_folder(rng: random.Random, cwd: Path, t: Templates) -> tuple[str, list[str], bool]:
-    shutil.copytree(t.lm, cwd / "run")
-    names = ["checkpoint.pt", "config.toml", "history.csv", "train.json", "result.json"]
-    name = rng.choices(names, [45, 20, 20, 5, 10])[0]
-    donor = (t.lm_encoder if rng.random() < 0.7 else t.vmc) / name
-    label = inputs.corrupt(rng, cwd / "run" / name, donor)
+    label = _corrupted_copy(rng, cwd, t.lm, {"checkpoint.pt": 45, "config.toml": 20, "history.csv": 20,
+                                             "train.json": 5, "result.json": 10}, t.lm_encoder, t.vmc)
     ckpt = rng.choice(["run", "run/checkpoint.pt"])
     command = rng.choices([
         ["lm", "train", *LM_TINY, "--train-size", "40", "--steps", "9", "--out", "run", "--resume"],
