@@ -5,9 +5,8 @@ SIGINT twice or SIGKILL at a random moment (start-up, teacher, loop, final energ
 then the run is continued -- by the command its last stderr line offers, else with
 ``--resume`` where the folder holds a run, else from scratch -- and must finish with every
 step in history.csv exactly once: ``work kept``; otherwise ``work lost``. A traceback
-from within the command (``args.func``), or no exit within a minute of the signal, is a
-``bug``; a traceback from a SIGINT while the modules still load is Python's own report,
-counted as ``startup_traceback`` in the case log only.
+(also one from a signal while the modules still load), or no exit within a minute of the
+signal, is a ``bug``.
 
 ``disk full``: the run folder lies on a tmpfs of a few pages (``mount -t tmpfs -o size=...``),
 or of a few inodes (``nr_inodes=...``), so the disk fills at a different write for each size.
@@ -44,7 +43,7 @@ DISK_RUNS = {
     "lm": ["lm", "train", *LM_TINY, "--steps", "9", "--train-size", "40", "--out", "mnt/run"],
 }
 SIGNALS = [("SIGINT", 35), ("SIGTERM", 30), ("SIGKILL", 25), ("SIGINT twice", 10)]
-IN_RUN = re.compile(r"in main\n\s+code = args\.func\(args\)")  # a traceback from within the command, not start-up
+TRACEBACK = "Traceback (most recent call last)"
 
 
 def _problem(kind: str, folder: Path) -> str | None:
@@ -93,11 +92,9 @@ def _signal_case(case: Case, kind: str, what: str | None, delay: float) -> Verdi
     extra = {"first_rc": rc, "first_line": (error_lines(stderr) or [""])[-1][:300], "first_seconds": round(seconds, 2)}
     if rc is None:
         return Verdict("bug", f"no exit within 60 s of {what}", None, extra["first_line"], round(seconds, 2), extra)
-    if IN_RUN.search(stderr):
+    if TRACEBACK in stderr:
         line = [ln for ln in stderr.splitlines() if ln and not ln.startswith(" ")][-1]
         return Verdict("bug", f"traceback after {what}", rc, line[:300], round(seconds, 2), extra)
-    if "Traceback (most recent call last)" in stderr:
-        extra["startup_traceback"] = True  # Python's own report of a signal while the modules load
     again = _continuation(argv, stderr, case.cwd / "run") if rc != 0 else None
     extra["continued_with"] = again
     if again is not None:

@@ -16,11 +16,10 @@ import re
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hamiltonians.errors import InputError, OutOfMemory, is_memory_failure
-from nnqs.common.allocator import reuse_freed_memory
-from nnqs.common.errors import EnvironmentFailure, disk_full, disk_full_error
-from nnqs.common.interrupt import Interrupted
+if TYPE_CHECKING:
+    from nnqs.common.interrupt import Interrupted
 
 SUBCOMMAND_MODULES = ("nnqs.cli.exact", "nnqs.cli.vmc", "nnqs.cli.lm")
 
@@ -49,6 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``nnqs`` command; the exit code. A Ctrl-C while the program is still loading (NumPy, torch,
+    the subcommands: about 2 s) is one line and exit 130, as it is during a run."""
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("nnqs: interrupted before the run started; nothing was saved\n")
+        return 130
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    from hamiltonians.errors import InputError
+    from nnqs.common.allocator import reuse_freed_memory
+    from nnqs.common.errors import EnvironmentFailure, disk_full, disk_full_error
+    from nnqs.common.interrupt import Interrupted
+
     reuse_freed_memory()  # about 2x faster VMC steps on glibc (see nnqs.common.allocator)
     # a path given as bytes that are not UTF-8 prints back as given, in any locale (not a UnicodeEncodeError)
     getattr(sys.stdout, "reconfigure", lambda **_: None)(errors="surrogateescape")
@@ -105,6 +119,8 @@ def interrupted_message(exc: Interrupted, argv: list[str]) -> str:
 def is_out_of_memory(exc: BaseException) -> bool:
     """A failed allocation: Python's MemoryError, torch's CPU allocator, a CUDA out-of-memory, NumPy's
     "Unable to allocate", or any of these wrapped by another layer (PySCF's ThreadRuntimeError)."""
+    from hamiltonians.errors import is_memory_failure
+
     if is_memory_failure(exc):
         return True
     seen: BaseException | None = exc
@@ -121,6 +137,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 def out_of_memory_message(exc: BaseException) -> str:
     """One line: how much was asked for (when torch says) and which knobs lower it."""
+    from hamiltonians.errors import OutOfMemory
+
     if isinstance(exc, OutOfMemory):  # raised by hamiltonians, already one line with its way out
         return one_line(exc)
     found = re.search(r"allocate (\d+) bytes", str(exc)) or re.search(r"allocate ([\d.]+ [KMGT]iB)", str(exc))

@@ -109,6 +109,20 @@ def test_sigint_and_sigterm_checkpoint_at_the_step_then_exit(tmp_path, reference
     resume_and_compare(out, reference, capsys)
 
 
+@pytest.mark.parametrize("delay", [0.15, 0.4, 0.9])
+def test_sigint_while_the_modules_load_is_one_line(tmp_path, delay):
+    """Ctrl-C in the first second (NumPy, torch and the subcommands still importing): one line, exit 130."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "nnqs", *argv(tmp_path / "run")], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert "Traceback" not in err, err
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1].startswith("nnqs: interrupted")
+
+
 def test_two_processes_racing_on_one_folder(tmp_path, reference, capsys):
     out = tmp_path / "run"
     first = fork_cli(argv(out))
