@@ -1,7 +1,8 @@
 """Cost of one VMC step against the working set's size U (JSON lines).
 
     python -m benchmarks.step_cost [--chain 12] [--spacing 1.5] [--sizes 4096 8192 16384 32768 65536]
-                                   [--exact 4096 8192] [--threads 1] [--out FILE]
+                                   [--exact 4096 8192] [--sr-rows 2048] [--pass-dtype float32 float64]
+                                   [--threads 1] [--out FILE]
     python -m benchmarks.step_cost --quick      # toy size, seconds (run by the test suite)
 
 The working set is the first U configurations of a selected-CI vector grown on a hydrogen chain
@@ -98,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sr-rows", type=int, nargs="+", default=[VMCConfig().sr_rows],
                         help="expected subsample sizes of the SR step (one record per size and set)")
+    parser.add_argument("--pass-dtype", nargs="+", choices=("float32", "float64"), default=[VMCConfig().pass_dtype],
+                        help="precisions of the network passes over a subsampled set (one record per precision)")
     args = parser.parse_args(argv)
     if args.quick:
         args.chain, args.spacing, args.sizes, args.exact, args.repeats = (QUICK[k] for k in
@@ -111,14 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     ham = CompactHamiltonian.from_molecular(mol, wf.device)
     sci = selected_ci(ham, wf.hf_config().unsqueeze(0), 1e-6, max(args.sizes))
     records = []
-    for u, rows in ((u, rows) for u in args.sizes for rows in args.sr_rows):
+    for u, rows, dtype in ((u, r, d) for u in args.sizes for r in args.sr_rows for d in args.pass_dtype):
         if u > len(sci.configs):
             break
         core = sci.configs[:u]
-        if not args.quick:
-            cfg = dataclasses.replace(cfg, sr_rows=rows)
+        cfg = dataclasses.replace(cfg, pass_dtype=dtype, **({} if args.quick else {"sr_rows": rows}))
         record = {"benchmark": "step_cost", "system": mol.description, "working_set": u, "sr_rows": cfg.sr_rows,
-                  "sr_exact_max": cfg.sr_exact_max,
+                  "sr_exact_max": cfg.sr_exact_max, "pass_dtype": dtype,
                   **time_steps(wf, ham, cfg, core, args.repeats)}
         record["seconds_per_configuration"] = record["t_step"] / record["unique"]
         if u in args.exact:
@@ -127,12 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         record.update({"peak_rss_mb": peak_rss_mb(), "threads": args.threads, **software()})
         emit(record, args.out)
         records.append(record)
-    for rows in sorted({r["sr_rows"] for r in records}):  # one fit per subsample size
-        mine = [r for r in records if r["sr_rows"] == rows]
+    for rows, dtype in sorted({(r["sr_rows"], r["pass_dtype"]) for r in records}):  # one fit per rows and precision
+        mine = [r for r in records if (r["sr_rows"], r["pass_dtype"]) == (rows, dtype)]
         sampled = [r for r in mine if r["unique"] > cfg.sr_exact_max]  # the subsampled step's regime
         fitted = sampled if len(sampled) >= 2 else mine
         if len(fitted) >= 2:
-            emit({"benchmark": "step_cost_fit", "system": mol.description, "sr_rows": rows,
+            emit({"benchmark": "step_cost_fit", "system": mol.description, "sr_rows": rows, "pass_dtype": dtype,
                   "exponent": exponent(fitted), "sizes": [r["unique"] for r in fitted]}, args.out)
     return 0
 

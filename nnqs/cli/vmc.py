@@ -53,6 +53,9 @@ FLAGS = {
     "estimator": (str, "--selection samples only: the training local energy, exact, sample-space or heat-bath"),
     "connected_dtype": (str, "precision of the network passes over the connected configurations of the local "
                              "energy: float32 (ratios and sums stay float64) or float64"),
+    "pass_dtype": (str, "precision of the network passes over a working set whose SR step is subsampled (its log "
+                        "psi, the rows' Jacobian): float32 (Gram matrices, solve and reported energy stay float64) "
+                        "or float64"),
     "max_batch": (int, "configurations per network call in the local energy (memory knob)"),
     "final_samples": (int, "fresh samples for the reported energy"),
     "checkpoint_every": (int, "steps between checkpoints"),

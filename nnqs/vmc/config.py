@@ -59,6 +59,10 @@ class VMCConfig:
     core_every: int = 5  # steps between re-selections of the core
     core_samples: int = 512  # most unique fresh samples joined to the core each step
     dtype: Literal["float32", "float64"] = "float64"
+    # the network's passes over a working set above sr_exact_max (the set's log psi, the SR rows' Jacobian):
+    # float32 makes a step at U = 16,384 about 1.5x as fast, for a direction within 2.4e-5 of float64's where
+    # the subsample itself moves it by O(1); the Gram matrices, the solve and the reported energy stay float64
+    pass_dtype: Literal["float32", "float64"] = "float32"
     device: str = "cpu"
     optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD
     lr: float = 0.05
@@ -84,6 +88,10 @@ class VMCConfig:
     checkpoint_every: int = 50
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
     threads: int = 0  # torch threads (0: leave torch's default)
+
+    def subsampled(self, n_rows: int) -> bool:
+        """Whether the SR step on a working set of ``n_rows`` is taken on a subsample (above ``sr_exact_max``)."""
+        return n_rows > max(self.sr_exact_max, self.sr_rows)
 
     def __post_init__(self) -> None:
         for name in ("steps", "samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):

@@ -2,6 +2,8 @@
 count adapted to the unique window, and the working set of core mode (the core and fresh samples)."""
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from nnqs.common.distributed import Communicator
@@ -32,19 +34,29 @@ def draw(wf, n_samples: int, generator, unique_max: int = 0) -> tuple[torch.Tens
             n_samples = max(100, n_samples // 4)
 
 
+def pass_network(wf, cfg: VMCConfig, n_rows: int):
+    """The network a step's passes over a working set of ``n_rows`` use: a float32 copy of ``wf`` where
+    ``cfg.pass_dtype`` says so and the SR step is subsampled (``cfg.subsampled``), else ``wf`` itself."""
+    if cfg.pass_dtype != "float32" or cfg.optimizer != "sr" or not cfg.subsampled(n_rows) or wf.dtype == torch.float32:
+        return wf
+    return copy.deepcopy(wf).to(torch.float32)
+
+
 def working_set(
     wf, cfg: VMCConfig, n_samples: int, generator, core: torch.Tensor | None, comm: Communicator,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, int]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, int, object]:
     """The configurations a step works on ``(U, n)``, their weights ``(U,)`` (counts, or |psi|^2
-    renormalised on the set for ``selection = "core"``), log psi ``(U,)`` where it was computed
-    (core mode), and the number of samples drawn."""
+    renormalised on the set for ``selection = "core"``), log psi ``(U,)`` complex128 where it was
+    computed (core mode), the number of samples drawn, and the network of the set's passes
+    (:func:`pass_network`)."""
     if cfg.selection == "samples":
         configs, counts = draw(wf, n_samples, generator, cfg.unique_max)
         comm.check_same_samples(configs, counts)
-        return configs, counts, None, int(counts.sum())
+        return configs, counts, None, int(counts.sum()), wf
     samples, counts = draw(wf, n_samples, generator, cfg.core_samples)
     comm.check_same_samples(samples, counts)
     configs = samples if core is None else unique_union(core, samples)
+    net = pass_network(wf, cfg, len(configs))
     with torch.no_grad():  # each rank its share of the set, then every rank holds all of it
-        log_psi = comm.unshare(wf.log_psi(comm.share(configs), chunk_size=cfg.max_batch))
-    return configs, set_weights(log_psi), log_psi, int(counts.sum())
+        log_psi = comm.unshare(net.log_psi(comm.share(configs), chunk_size=cfg.max_batch))
+    return configs, set_weights(log_psi), log_psi, int(counts.sum()), net

@@ -51,7 +51,7 @@ def vmc_step(
     ``core_ham``: H on ``core`` (:class:`~nnqs.vmc.selection.CoreHamiltonian`; one process), from which
     the set's local energies are taken instead of enumerating every row's connections."""
     t0 = time.perf_counter()
-    configs, weights, log_psi, drawn = working_set(wf, cfg, n_samples, generator, core, comm)
+    configs, weights, log_psi, drawn, net = working_set(wf, cfg, n_samples, generator, core, comm)
     estimator = cfg.estimator if cfg.selection == "samples" else "sample-space"  # core: the set's Rayleigh quotient
     t1 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
@@ -68,11 +68,11 @@ def vmc_step(
         if momentum and all("sr_previous" in opt.state[p] for p in wf.parameters()):
             previous = torch.cat([opt.state[p]["sr_previous"].reshape(-1).double() for p in wf.parameters()])
         rows, local, weights = sr_rows(configs, est, cfg, step, comm)
-        set_sr_gradient(wf, rows, local, weights, est.energy, cfg.sr_shift, comm, previous, momentum)
+        set_sr_gradient(wf, rows, local, weights, est.energy, cfg.sr_shift, comm, previous, momentum, net)
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())
-    sampled = cfg.optimizer == "sr" and subsampled(len(configs), cfg)
+    sampled = cfg.optimizer == "sr" and cfg.subsampled(len(configs))
     grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip_sampled if sampled else cfg.grad_clip))
     if cfg.optimizer == "sr" and cfg.sr_momentum:
         for p in wf.parameters():  # the direction applied (after clipping): the next step's momentum
@@ -93,11 +93,6 @@ def vmc_step(
     )
 
 
-def subsampled(n_rows: int, cfg: VMCConfig) -> bool:
-    """Whether the SR step on a working set of ``n_rows`` is taken on a subsample (above ``sr_exact_max``)."""
-    return n_rows > max(cfg.sr_exact_max, cfg.sr_rows)
-
-
 def sr_rows(
     configs: torch.Tensor, est: EnergyEstimate, cfg: VMCConfig, step: int, comm: Communicator = ONE_PROCESS,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -106,7 +101,7 @@ def sr_rows(
     Up to ``cfg.sr_exact_max`` configurations, the whole set ``configs`` ``(U, n)`` (exact minSR);
     above, a subsample of expected size ``cfg.sr_rows`` (:func:`nnqs.vmc.sr.subsample_rows`), drawn
     from a generator seeded by the run's seed and the step (the same on every rank, and on resume)."""
-    if not subsampled(len(configs), cfg):
+    if not cfg.subsampled(len(configs)):
         return comm.share(configs), est.local_energies, est.weights
     generator = torch.Generator(device=configs.device).manual_seed(cfg.seed * 1_000_003 + step)
     sample = subsample_rows(comm.unshare(est.weights), cfg.sr_rows, generator)
@@ -116,14 +111,16 @@ def sr_rows(
 
 def set_sr_gradient(
     wf, configs: torch.Tensor, local_energies: torch.Tensor, weights: torch.Tensor, energy: float, shift: float,
-    comm: Communicator = ONE_PROCESS, previous: torch.Tensor | None = None, momentum: float = 0.0,
+    comm: Communicator = ONE_PROCESS, previous: torch.Tensor | None = None, momentum: float = 0.0, net=None,
 ) -> None:
     """Write the natural-gradient direction into the parameters' ``.grad``; ``configs`` ``(K, n)``,
     ``local_energies`` ``(K,)`` and ``weights`` ``(K,)``: this rank's share of the rows (:func:`sr_rows`),
-    ``energy``: the working set's (Hartree)."""
-    jacobian = split_jacobian(wf, configs)  # two real blocks when modulus and phase share no parameter
+    ``energy``: the working set's (Hartree). ``net``: the network whose Jacobian is taken (a float32
+    copy of ``wf``, :func:`nnqs.vmc.draws.pass_network`; default ``wf``); the blocks are float64."""
+    net = wf if net is None else net
+    jacobian = split_jacobian(net, configs)  # two real blocks when modulus and phase share no parameter
     if jacobian is None:
-        jacobian = per_sample_jacobian(wf, configs)
+        jacobian = per_sample_jacobian(net, configs)
     direction = sr_direction(jacobian, local_energies, weights, energy, shift, comm,
                              previous=previous, momentum=momentum)
     offset = 0
