@@ -1,7 +1,8 @@
 """LM stop rules judged on held-out evidence: each training runs its full step budget, and at every
 validation the model is also scored on the first 2,000 validation pairs and on a fresh test file.
 
-``python -m benchmarks.lm_stop_rule [--quick] [--arch decoder seq2seq encoder] [--seeds 0 1 2] [--threads N] [--out FILE]``
+``python -m benchmarks.lm_stop_rule [--quick] [--arch decoder seq2seq encoder] [--seeds 0 1 2] [--threads N]
+[--set FIELD=VALUE ...] [--out FILE]`` (``--set``: TrainConfig fields other than the defaults, e.g. ``n_layers=3``)
 
 The learning-rate schedule depends only on the step budget, so a rule that stops at step s leaves
 the model exactly as it was at step s of the full run: every rule is judged offline on one curve.
@@ -15,6 +16,7 @@ seed) excludes every training question, as ``benchmarks.lm``'s does.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import time
 
@@ -76,19 +78,36 @@ def curve_of(cfg: TrainConfig, test: Pairs) -> tuple[list[dict], dict]:
     return curve, run.result()
 
 
+def overrides(items: list[str]) -> dict:
+    """``["lr=0.01", "d_ff=None"]`` -> ``{"lr": 0.01, "d_ff": None}``: TrainConfig fields to override."""
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    out = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or name not in fields or name in ("arch", "seed", "target_exact", "threads"):
+            raise SystemExit(f"--set: expected FIELD=VALUE with a TrainConfig field, got {item!r}")
+        try:
+            out[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[name] = text
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = benchmark_parser("lm_stop_rule", __doc__, "toy sizes (seconds), for CI")
     archs = ["decoder", "seq2seq", "encoder"]
     parser.add_argument("--arch", nargs="+", default=archs, choices=archs)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
+                        help="override TrainConfig defaults, e.g. --set lr=0.01 steps=1500")
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     for arch in args.arch:
         for seed in args.seeds:
-            cfg = TrainConfig(arch=arch, seed=seed, target_exact=0.0, threads=args.threads or 0,
-                              **(QUICK if args.quick else {}))
+            fields = {"target_exact": 0.0, **(QUICK if args.quick else {}), **overrides(args.set)}
+            cfg = TrainConfig(arch=arch, seed=seed, threads=args.threads or 0, **fields)
             train_questions = set(generate_pairs(cfg.train_size, cfg.seed).questions)
             test = generate_pairs(100 if args.quick else 2000, TEST_SEED, exclude=train_questions)
             curve, result = curve_of(cfg, test)

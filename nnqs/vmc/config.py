@@ -60,8 +60,9 @@ class VMCConfig:
     core_samples: int = 512  # most unique fresh samples joined to the core each step
     dtype: Literal["float32", "float64"] = "float64"
     # the network's passes over a working set above sr_exact_max (the set's log psi, the SR rows' Jacobian):
-    # float32 makes a step at U = 16,384 about 1.5x as fast, for a direction within 2.4e-5 of float64's where
-    # the subsample itself moves it by O(1); the Gram matrices, the solve and the reported energy stay float64
+    # float32 makes the step 1.12x to 1.25x as fast (U = 8,192 to 32,768; the float64 Gram matrix is the rest)
+    # for a direction within 2.4e-5 of float64's, where the subsample itself moves it by O(1); the Gram
+    # matrices, the solve and the reported energy stay float64
     pass_dtype: Literal["float32", "float64"] = "float32"
     device: str = "cpu"
     optimizer: Literal["sr", "adamw"] = "sr"  # sr: natural gradient (minSR) + SGD

@@ -53,7 +53,9 @@ def resume_and_compare(out: Path, reference, capsys) -> str:
     err = capsys.readouterr().err
     rows, energy = reference
     assert history(out) == rows
-    assert json.loads((out / "result.json").read_text())["energy"] == energy
+    # to the last bits only where BLAS is: torch's float64 matmul on this CPU (AMD EPYC) rounds differently
+    # for 4 of 7 pointer offsets of the same matrix, and a resumed process allocates differently
+    assert json.loads((out / "result.json").read_text())["energy"] == pytest.approx(energy, rel=1e-13, abs=0)
     return err
 
 
