@@ -2,14 +2,13 @@
 count adapted to the unique window, and the working set of core mode (the core and fresh samples)."""
 from __future__ import annotations
 
-import copy
-
 import torch
 
 from nnqs.common.distributed import Communicator
 from nnqs.vmc.config import VMCConfig
 from nnqs.vmc.sampler import UniqueLimit
 from nnqs.vmc.selection import set_weights, unique_union
+from nnqs.vmc.wavefunction import in_dtype
 
 
 def adapt_samples(n_samples: int, n_unique: int, cfg: VMCConfig) -> int:
@@ -37,9 +36,9 @@ def draw(wf, n_samples: int, generator, unique_max: int = 0) -> tuple[torch.Tens
 def pass_network(wf, cfg: VMCConfig, n_rows: int):
     """The network a step's passes over a working set of ``n_rows`` use: a float32 copy of ``wf`` where
     ``cfg.pass_dtype`` says so and the SR step is subsampled (``cfg.subsampled``), else ``wf`` itself."""
-    if cfg.pass_dtype != "float32" or cfg.optimizer != "sr" or not cfg.subsampled(n_rows) or wf.dtype == torch.float32:
+    if cfg.pass_dtype != "float32" or cfg.optimizer != "sr" or not cfg.subsampled(n_rows):
         return wf
-    return copy.deepcopy(wf).to(torch.float32)
+    return in_dtype(wf, torch.float32)
 
 
 def working_set(

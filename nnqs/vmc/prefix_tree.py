@@ -117,10 +117,9 @@ class TreeLogPsi:
     whole_batch = True
 
     def __init__(self, wf, rows: int = TREE_ROWS, dtype: torch.dtype | None = None) -> None:
-        if dtype is not None and dtype != wf.dtype:
-            import copy
+        from nnqs.vmc.wavefunction import in_dtype
 
-            wf = copy.deepcopy(wf).to(dtype)
+        wf = in_dtype(wf, dtype)
         self.wf, self.rows, self.floor = wf, max(1, rows), None
 
     def above(self, log_abs_floor: float) -> "TreeLogPsi":

@@ -16,7 +16,6 @@ turn (seen on H2O with exact enumeration: 6 of the 31 configurations of weight
 """
 from __future__ import annotations
 
-import copy
 import math
 from typing import Callable
 
@@ -24,6 +23,7 @@ import torch
 
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.keys import unpack
+from nnqs.vmc.wavefunction import in_dtype
 
 
 def perturbative_signs(wf, ham: CompactHamiltonian) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,7 +83,7 @@ def fit_to_vector(
     fit's state after every step (a run writes it every ``checkpoint_seconds``); ``start``, such a
     state, continues that fit exactly: the same steps, draws and result as one never stopped.
     """
-    model = wf if dtype is None or dtype == next(wf.parameters()).dtype else copy.deepcopy(wf).to(dtype)
+    model = in_dtype(wf, dtype)
     weight2 = coefficients.double().pow(2) / coefficients.double().pow(2).sum()
     sign_weight = coefficients.double().abs() / coefficients.double().abs().sum()
     target = torch.where(coefficients * coefficients[0] >= 0, 0.0, math.pi).double()

@@ -79,7 +79,7 @@ def vmc_step(
             opt.state[p]["sr_previous"] = p.grad.detach().clone()
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
     if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
-        ranker = TreeLogPsi(wf, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
+        ranker = TreeLogPsi(net, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
         new_core = select_core(ranker, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
                                est.energy, comm).configs
     lr = opt.param_groups[0]["lr"]

@@ -340,3 +340,13 @@ class TransformerWavefunction(nn.Module):
         See :func:`nnqs.vmc.sampler.sample_unique`.
         """
         return sample_unique(self, n_samples, generator, use_cache, max_frontier, max_unique)
+
+
+def in_dtype(wf: nn.Module, dtype: torch.dtype | None) -> nn.Module:
+    """``wf`` itself when it already is in ``dtype`` (or ``dtype`` is None), else a copy of it in ``dtype``
+    (the float32 copies of the teacher fit, the set's passes and the prefix tree)."""
+    import copy
+
+    if dtype is None or dtype == next(wf.parameters()).dtype:
+        return wf
+    return copy.deepcopy(wf).to(dtype)
