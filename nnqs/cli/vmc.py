@@ -40,6 +40,8 @@ FLAGS = {
     "pretrain_steps": (int, "--teacher sci only: Adam steps fitting the teacher vector (0: off)"),
     "pretrain_lr": (float, "--teacher sci only: Adam learning rate of the teacher fit"),
     "pretrain_dtype": (str, "--teacher sci only: precision of the teacher fit, float32 or float64"),
+    "pretrain_batch": (int, "--teacher sci only: rows per Adam step of the fit to a teacher of more than 4,096 "
+                            "configurations (smaller ones enter whole)"),
     "unique_max": (int, "--selection samples: redraw with fewer samples above this many unique ones"),
     "d_model": (int, "Transformer width"),
     "n_layers": (int, "Transformer blocks"),

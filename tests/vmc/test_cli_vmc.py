@@ -84,6 +84,8 @@ def vm_hwm_mb() -> float | None:
     (["vmc", "H2", "--phase-pretrain", "50"], "--phase-pretrain applies to --teacher mp1 only"),
     (["vmc", "H2", "--teacher", "mp1", "--pretrain-steps", "10", "--teacher-max", "8"],
      "--teacher-max, --pretrain-steps applies to --teacher sci only"),
+    (["vmc", "H2", "--teacher", "mp1", "--pretrain-batch", "512"], "--pretrain-batch applies to --teacher sci only"),
+    (["vmc", "H2", "--pretrain-batch", "0"], "pretrain_batch must be in"),
     (["vmc", "H2", "--core-rule", "amplitude"], "unrecognized arguments"),
     (["vmc", "--geometry", "He 0 0 0", "--no-exact"], "make a single determinant"),
     (["vmc", "LiH", "--active", "1", "2", "--no-exact"], "make a single determinant"),

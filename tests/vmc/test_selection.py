@@ -182,8 +182,8 @@ def test_selected_ci_at_most_doubles_per_round_taking_the_largest_first_order_am
     assert set(rows_of(basis, first).tolist()) == set(torch.argsort(amplitude, descending=True)[:MIN_GROWTH].tolist())
 
 
-@pytest.mark.parametrize("batch", [4096, 16])
-def test_fit_to_vector_learns_modulus_and_sign(system, batch):
+@pytest.mark.parametrize("whole, batch", [(4096, 1024), (16, 16)])
+def test_fit_to_vector_learns_modulus_and_sign(system, whole, batch):
     """Every row each step, or minibatches of 16 rows drawn by weight (the path of sets above 4,096)."""
     ham, basis, _ = system
     target = selected_ci(ham, torch.tensor([[3, 3, 0, 0, 0]]), threshold=1e-3, max_size=1000)
@@ -195,7 +195,7 @@ def test_fit_to_vector_learns_modulus_and_sign(system, batch):
             return float((target.coefficients.to(torch.complex128) * torch.exp(wf.log_psi(target.configs))).sum().abs() ** 2)
 
     before = overlap()
-    fit_to_vector(wf, target.configs, target.coefficients, steps=300, lr=1e-2, batch=batch)
+    fit_to_vector(wf, target.configs, target.coefficients, steps=300, lr=1e-2, batch=batch, whole=whole)
     assert before < 0.9 < overlap()
 
 

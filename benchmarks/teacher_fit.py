@@ -1,0 +1,111 @@
+"""The teacher fit's cost and quality against its rows per step and its steps (JSON lines).
+
+    python -m benchmarks.teacher_fit [--system H8@1.5] [--fits 4096:1200 1024:1200 1024:2400]
+                                     [--lr 2e-3] [--threads 1] [--out FILE]
+    python -m benchmarks.teacher_fit --quick     # H6 at 1.5 A, tiny fits (run by the test suite)
+
+The system is a name of ``benchmarks.accuracy`` (a catalog molecule, ``NAME@R``, or the hydrogen chain
+``Hn@R``). Its selected-CI teacher is grown once, as a run grows it (``VMCConfig`` defaults, orbitals
+included). Each fit ``ROWS:STEPS`` starts from the same freshly initialised network and takes STEPS Adam
+steps at ``--lr`` (float32 copy, as a run does) on minibatches of ROWS rows drawn from the teacher
+(every row when ROWS is at least the teacher's size). One record per fit: its seconds and final loss, and
+the energy of the fitted network above the teacher's (``e_above_teacher_mha``), by enumeration of the
+whole sector when it holds at most ``ENUMERATE_MAX`` configurations, else on the teacher's set (the
+network's Rayleigh quotient there, as the first VMC step sees it; ``energy_on``).
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+from benchmarks.common import benchmark_parser, emit, software
+
+ENUMERATE_MAX = 200_000
+
+
+def network_energy(wf, ham, teacher_configs: torch.Tensor) -> tuple[float, str]:
+    """(energy in Hartree, where): the network's energy over the whole sector, or on the teacher's set."""
+    from nnqs.vmc.configurations import in_sector, sector_size
+    from nnqs.vmc.local_energy import local_energy
+    from nnqs.vmc.selection import CoreHamiltonian, unique_union
+
+    if sector_size(wf.n_orbitals, wf.n_alpha, wf.n_beta) <= ENUMERATE_MAX:
+        from nnqs.vmc.configurations import all_configurations
+
+        configs, where = all_configurations(wf.n_orbitals), "sector"
+        configs = configs[in_sector(configs, wf.n_alpha, wf.n_beta)]
+    else:
+        configs, where = unique_union(teacher_configs), "teacher set"
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs, chunk_size=8192)
+        if where == "sector":
+            e_loc = local_energy(wf.log_psi, ham, configs, log_psi, "sample-space").values.real
+        else:
+            e_loc = CoreHamiltonian(ham, configs).local_energies(ham, configs, log_psi).real
+    weight = torch.exp(2 * (log_psi.real - log_psi.real.max()))
+    return float((weight * e_loc).sum() / weight.sum()), where
+
+
+def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int) -> list[dict]:
+    from benchmarks.accuracy import system_spec
+    from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.pretrain import fit_to_vector
+    from nnqs.vmc.run import hamiltonian_for, make_wavefunction
+    from nnqs.vmc.sci import selected_ci
+
+    cfg = VMCConfig()
+    spec, _ = system_spec(name)
+    ham, _ = hamiltonian_for(spec, cfg.orbitals, cfg.teacher_threshold, False)
+    compact = CompactHamiltonian.from_molecular(ham, "cpu")
+    start = make_wavefunction(ham, cfg)
+    sci = selected_ci(compact, start.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
+    lines = []
+    for rows, steps in fits:
+        wf = make_wavefunction(ham, cfg)
+        t0 = time.perf_counter()
+        loss = fit_to_vector(wf, sci.configs, sci.coefficients, steps, lr, dtype=torch.float32, batch=rows,
+                             seed=cfg.seed, whole=rows)
+        seconds = time.perf_counter() - t0
+        energy, where = network_energy(wf, compact, sci.configs)
+        lines.append({"benchmark": "teacher_fit", "system": name, "n_teacher": len(sci.configs), "rows": rows,
+                      "steps": steps, "lr": lr, "fit_s": seconds, "loss": loss, "energy_on": where,
+                      "e_above_teacher_mha": 1e3 * (energy - sci.energy), "threads": threads, **software()})
+    return lines
+
+
+def parse_fits(items: list[str]) -> list[tuple[int, int]]:
+    """``ROWS:STEPS`` items -> [(rows, steps)]; ValueError on a malformed one."""
+    fits = []
+    for item in items:
+        rows, sep, steps = item.partition(":")
+        if not sep or not rows.isdigit() or not steps.isdigit() or int(rows) < 1 or int(steps) < 1:
+            raise ValueError(item)
+        fits.append((int(rows), int(steps)))
+    return fits
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    from nnqs.common.config import apply_threads
+
+    parser = benchmark_parser("teacher_fit", __doc__, "H6 at 1.5 A, fits of 30 and 60 steps (what the test suite runs)")
+    parser.add_argument("--system", default="H8@1.5")
+    parser.add_argument("--fits", nargs="+", default=["4096:1200", "1024:1200", "1024:2400"], metavar="ROWS:STEPS")
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        fits = parse_fits(["64:30", "64:60"] if args.quick else args.fits)
+    except ValueError as exc:
+        parser.error(f"--fits takes ROWS:STEPS items of positive integers, got {exc}")
+    apply_threads(args.threads)
+    lines = records("H6@1.5" if args.quick else args.system, fits, args.lr, args.threads)
+    for line in lines:
+        emit(line, args.out)
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
