@@ -21,7 +21,7 @@ import torch
 
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.keys import unpack
-from nnqs.vmc.selection import external_space, lowest_eigenpairs
+from nnqs.vmc.selection import CoreHamiltonian, external_space, matrix_eigenpairs
 
 MIN_GROWTH = 16  # configurations a round may add however small the set
 # A round that adds fewer than this fraction of the set ends the growth: on H10 at 1.5 Angstrom the rounds
@@ -52,7 +52,8 @@ def selected_ci(
     energy)`` is called after each round (progress).
     """
     configs = seed
-    energies, vectors = lowest_eigenpairs(ham, configs, roots)
+    h = CoreHamiltonian(ham, configs)  # H on the set, grown round by round (only the new rows enumerated)
+    energies, vectors = matrix_eigenpairs(h.matrix, roots)
     rounds = 0
     for rounds in range(1, max_rounds + 1):
         if len(configs) >= max_size:
@@ -63,7 +64,8 @@ def selected_ci(
         room = min(max_size - len(configs), max(len(configs), MIN_GROWTH))
         added = min(room, len(chosen))
         configs = torch.cat([configs, chosen[:room]])
-        energies, vectors = lowest_eigenpairs(ham, configs, roots)
+        h = CoreHamiltonian(ham, configs, h)
+        energies, vectors = matrix_eigenpairs(h.matrix, roots)
         if on_round is not None:
             on_round(rounds, len(configs), float(energies[0]))
         if added < STALL_FRACTION * len(configs):  # the set has stopped growing: another round buys nothing
@@ -78,14 +80,12 @@ def _first_order_additions(
     ham: CompactHamiltonian, configs: torch.Tensor, energies: np.ndarray, vectors: np.ndarray, threshold: float,
 ) -> torch.Tensor:
     """Outside configurations whose first-order amplitude in any of the vectors is >= ``threshold``,
-    largest first ``(A, n)``."""
-    best = None
-    for energy, vec in zip(energies, vectors.T):
-        keys, numerator = external_space(ham, configs, torch.as_tensor(vec, device=configs.device))
-        if keys.shape[0] == 0:
-            return configs[:0]
-        outside = unpack(keys, configs.shape[1])
-        amplitude = numerator.abs() / (ham.diagonal(outside) - float(energy)).abs().clamp(min=1e-8)
-        best = amplitude if best is None else torch.maximum(best, amplitude)  # same sorted keys for every root
+    largest first ``(A, n)`` (the numerators of all the vectors from one pass over the connections)."""
+    keys, numerators = external_space(ham, configs, torch.as_tensor(vectors, device=configs.device))
+    if keys.shape[0] == 0:
+        return configs[:0]
+    outside = unpack(keys, configs.shape[1])
+    gaps = ham.diagonal(outside).unsqueeze(1) - torch.as_tensor(energies, device=configs.device)
+    best = (numerators.abs() / gaps.abs().clamp(min=1e-8)).amax(1)
     chosen = torch.nonzero(best >= threshold).squeeze(1)
     return outside[chosen[torch.argsort(best[chosen], descending=True)]]

@@ -104,8 +104,11 @@ def select_core(
 
 def external_space(ham: CompactHamiltonian, configs: torch.Tensor, amplitudes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The configurations a outside ``configs`` ``(M, n)`` connected to it, as sorted unique packed
-    keys ``(T, W)``, and ``<a|H|c>`` ``(T,)`` complex128 for the vector ``amplitudes`` ``(M,)`` on the set."""
+    keys ``(T, W)``, and ``<a|H|c>`` ``(T,)`` complex128 for the vector ``amplitudes`` ``(M,)`` on the set;
+    for ``k`` vectors ``(M, k)`` at once, ``(T, k)`` from one pass over the set's connections."""
     amplitudes = amplitudes.to(torch.complex128)
+    single = amplitudes.dim() == 1
+    amplitudes = amplitudes.unsqueeze(1) if single else amplitudes
     own = unique_keys(pack(configs))[0]
     keys_all, values_all = [own[:0]], [amplitudes[:0]]
     for rows in torch.arange(len(configs), device=configs.device).split(rows_per_chunk(ham)):
@@ -114,13 +117,19 @@ def external_space(ham: CompactHamiltonian, configs: torch.Tensor, amplitudes: t
         keys = conn.keys[owner, k]
         outside = lookup(own, keys) < 0
         keys_all.append(keys[outside])
-        values_all.append(conn.elements[owner, k][outside].to(torch.complex128) * amplitudes[rows][owner[outside]])
+        values_all.append(conn.elements[owner, k][outside].to(torch.complex128).unsqueeze(1) * amplitudes[rows][owner[outside]])
         if len(keys_all) > 2:  # fold as we go: the external set, not the connection list, is kept
-            uniq, inverse = unique_keys(torch.cat(keys_all))
-            summed = torch.zeros(len(uniq), dtype=torch.complex128, device=uniq.device).index_add(0, inverse, torch.cat(values_all))
+            uniq, summed = _fold(keys_all, values_all)
             keys_all, values_all = [uniq], [summed]
-    uniq, inverse = unique_keys(torch.cat(keys_all))
-    return uniq, torch.zeros(len(uniq), dtype=torch.complex128, device=uniq.device).index_add(0, inverse, torch.cat(values_all))
+    uniq, summed = _fold(keys_all, values_all)
+    return uniq, summed.squeeze(1) if single else summed
+
+
+def _fold(keys: list[torch.Tensor], values: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sorted unique keys of the blocks ``keys`` and the rows of ``values`` ``(., k)`` summed over each."""
+    uniq, inverse = unique_keys(torch.cat(keys))
+    stacked = torch.cat(values)
+    return uniq, stacked.new_zeros(len(uniq), stacked.shape[1]).index_add(0, inverse, stacked)
 
 
 def normalised_amplitudes(log_psi: torch.Tensor) -> torch.Tensor:
@@ -149,9 +158,13 @@ def set_hamiltonian(ham: CompactHamiltonian, configs: torch.Tensor):
 def lowest_eigenpairs(ham: CompactHamiltonian, configs: torch.Tensor, roots: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The ``roots`` lowest eigenvalues ``(k,)`` (ascending, Hartree) and eigenvectors ``(M, k)`` of H on
     ``configs`` ``(M, n)``: dense below 200 configurations, Lanczos (``eigsh``) above."""
+    return matrix_eigenpairs(set_hamiltonian(ham, configs), roots)
+
+
+def matrix_eigenpairs(h, roots: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`lowest_eigenpairs` of a matrix ``h`` (scipy sparse, ``(M, M)``) already built."""
     import scipy.sparse.linalg as sla
 
-    h = set_hamiltonian(ham, configs)
     k = min(roots, h.shape[0])
     if h.shape[0] <= 200:
         w, v = np.linalg.eigh(h.toarray())

@@ -11,7 +11,8 @@ from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy
 from nnqs.vmc.pretrain import fit_to_vector
 from nnqs.vmc.sci import MIN_GROWTH, selected_ci
-from nnqs.vmc.selection import pt2_correction, select_core, set_weights, subspace_energy, unique_union
+from nnqs.vmc.keys import unpack
+from nnqs.vmc.selection import external_space, pt2_correction, select_core, set_weights, subspace_energy, unique_union
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc.estimates import energy_and_loss, estimate
 from nnqs.vmc.wavefunction import TransformerWavefunction
@@ -180,6 +181,41 @@ def test_selected_ci_at_most_doubles_per_round_taking_the_largest_first_order_am
     amplitude[h0] = -1.0
     first = grown[0][1:]
     assert set(rows_of(basis, first).tolist()) == set(torch.argsort(amplitude, descending=True)[:MIN_GROWTH].tolist())
+
+
+def test_external_space_of_several_vectors_is_each_vectors_dense_coupling(system):
+    ham, basis, dense = system
+    configs = unique_union(subset(basis, 30, 5))
+    rows = rows_of(basis, configs)
+    vectors = torch.randn(len(configs), 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    keys, numerators = external_space(ham, configs, vectors)
+    outside = torch.ones(len(basis), dtype=torch.bool)
+    outside[rows] = False
+    coupling = dense[outside][:, rows] @ vectors  # (D_out, 3), the oracle
+    nonzero = coupling.abs().amax(1) > 1e-12
+    found = rows_of(basis, unpack(keys, N))
+    assert set(found.tolist()) >= set(torch.nonzero(outside).squeeze(1)[nonzero].tolist())
+    where = {int(r): i for i, r in enumerate(torch.nonzero(outside).squeeze(1).tolist())}
+    expected = coupling[[where[int(r)] for r in found]]
+    assert torch.allclose(numerators.real, expected, atol=1e-12) and float(numerators.imag.abs().max()) == 0.0
+    single_keys, single = external_space(ham, configs, vectors[:, 1])
+    assert torch.equal(single_keys, keys) and torch.allclose(single, numerators[:, 1], atol=1e-14)
+
+
+def test_selected_ci_second_round_takes_the_largest_amplitude_over_three_roots(system):
+    ham, basis, dense = system
+    hf = torch.tensor([[3, 3, 0, 0, 0]])
+    first, second = (selected_ci(ham, hf, threshold=1e-8, max_size=1000, max_rounds=r).configs for r in (1, 2))
+    rows = rows_of(basis, first)
+    energies, vectors = torch.linalg.eigh(dense[rows][:, rows])
+    outside = torch.ones(len(basis), dtype=torch.bool)
+    outside[rows] = False
+    coupling = dense[outside][:, rows] @ vectors[:, :3]
+    gaps = dense.diagonal()[outside].unsqueeze(1) - energies[:3]
+    amplitude = (coupling.abs() / gaps.abs().clamp(min=1e-8)).amax(1)  # the oracle of every root at once
+    expected = torch.nonzero(outside).squeeze(1)[torch.argsort(amplitude, descending=True)[:len(first)]]
+    assert torch.equal(second[: len(first)], first)
+    assert set(rows_of(basis, second[len(first):]).tolist()) == set(expected.tolist())
 
 
 @pytest.mark.parametrize("whole, batch", [(4096, 1024), (16, 16)])
