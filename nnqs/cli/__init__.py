@@ -49,15 +49,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``nnqs`` command; the exit code. A Ctrl-C while the program is still loading (NumPy, torch,
-    the subcommands: about 2 s) is one line and exit 130, as it is during a run."""
+    the subcommands: about 2 s) is one line and exit 130, as it is during a run. While the modules load
+    it is held (:class:`HeldInterrupt`) and acted on once they are loaded: raised inside a library's
+    import it could be swallowed there (seen: the run then went on to its end, exit 0)."""
+    held = HeldInterrupt()
     try:
-        return _dispatch(argv)
+        return _dispatch(argv, held)
     except KeyboardInterrupt:
         sys.stderr.write("nnqs: interrupted before the run started; nothing was saved\n")
         return 130
+    finally:
+        held.release(raise_held=False)  # a usage error or --help ended it before the release in _dispatch
 
 
-def _dispatch(argv: list[str] | None) -> int:
+class HeldInterrupt:
+    """While alive, SIGINT is recorded instead of raised (main thread only); :meth:`release` puts the
+    previous handler back and raises KeyboardInterrupt if one came."""
+
+    def __init__(self) -> None:
+        import signal
+        import threading
+
+        self.came, self.holding, self.previous = False, False, None
+        if threading.current_thread() is threading.main_thread():
+            self.previous, self.holding = signal.signal(signal.SIGINT, self._record), True
+
+    def _record(self, signum: int, frame) -> None:
+        self.came = True
+
+    def release(self, raise_held: bool = True) -> None:
+        import signal
+
+        if self.holding:
+            signal.signal(signal.SIGINT, signal.default_int_handler if self.previous is None else self.previous)
+            self.holding = False
+            if self.came and raise_held:
+                raise KeyboardInterrupt
+
+
+def _dispatch(argv: list[str] | None, held: HeldInterrupt) -> int:
     from hamiltonians.errors import InputError
     from nnqs.common.allocator import reuse_freed_memory
     from nnqs.common.errors import EnvironmentFailure, disk_full, disk_full_error
@@ -69,6 +99,7 @@ def _dispatch(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    held.release()  # the modules are loaded: a Ctrl-C that came meanwhile is raised now
     try:
         code = args.func(args)
     except InputError as exc:

@@ -150,3 +150,20 @@ def test_two_processes_started_together_one_runs_one_is_refused(tmp_path, refere
     codes = sorted(exit_code(pid) for pid in pids)
     assert codes == [0, 2]
     assert history(out) == reference[0]
+
+
+def test_a_ctrl_c_while_loading_is_held_then_raised_once_loaded():
+    """Held, a SIGINT cannot be raised (and swallowed) inside a library's import; release raises it."""
+    from nnqs.cli import HeldInterrupt
+
+    before = signal.getsignal(signal.SIGINT)
+    held = HeldInterrupt()
+    os.kill(os.getpid(), signal.SIGINT)  # nothing raised here
+    time.sleep(0.05)
+    assert held.came
+    with pytest.raises(KeyboardInterrupt):
+        held.release()
+    assert signal.getsignal(signal.SIGINT) is before
+    quiet = HeldInterrupt()
+    quiet.release()  # none came: nothing raised, the handler back
+    assert signal.getsignal(signal.SIGINT) is before
