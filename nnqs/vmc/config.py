@@ -57,7 +57,9 @@ class VMCConfig:
     pretrain_dtype: Literal["float32", "float64"] = "float32"  # precision of the teacher fit (float64 VMC after it)
     # rows per Adam step of the fit to a teacher of more than FIT_WHOLE configurations (smaller ones enter whole).
     # The fit is limited by its steps, not its rows: on H8 at 1.5 A (4,533) 1,024 rows gave the network +11.35 mHa
-    # in 94 s where 4,096 gave +9.23 in 377 s, and the 283 s saved are about 55 VMC steps (benchmarks/RESULTS.md)
+    # in 94 s where 4,096 gave +9.23 in 377 s, and the 283 s saved are about 55 VMC steps. End to end: H2O/6-31G
+    # +1.166 mHa in 27.5 min (was +1.280 in 37.8); H10 at 1.5 A ahead by the clock for 30 min but ending at +3.12
+    # where 4,096 rows end at +2.37 in twice the time (benchmarks/RESULTS.md, "Beyond exact diagonalisation")
     pretrain_batch: int = FIT_ROWS
     selection: Literal["core", "samples"] = "core"  # core: Rayleigh quotient on a selected core + fresh samples
     core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core

@@ -269,7 +269,8 @@ def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=N
     offer = None if store is None else lambda state: store.offer_fit(state, state["step"] == cfg.pretrain_steps)
     fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), cfg.pretrain_steps, cfg.pretrain_lr,
                   None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"), comm,
-                  getattr(torch, cfg.pretrain_dtype), cfg.pretrain_batch, cfg.seed, saved.get("fit"), offer)
+                  getattr(torch, cfg.pretrain_dtype), batch=cfg.pretrain_batch, seed=cfg.seed, start=saved.get("fit"),
+                  save=offer)
     return {"configs": sci.configs, "e_teacher_sci": sci.energy, "n_teacher": len(sci.configs),
             "pretrain_s": time.perf_counter() - t0}
 
