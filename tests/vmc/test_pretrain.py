@@ -31,3 +31,21 @@ def test_targets_match_first_order_signs_and_fit_sets_them():
         phi = wf.phase(configs).double()
     relative = torch.cos(phi[1:] - phi[0])
     assert torch.all(torch.sign(relative) == torch.where(target[1:] > 0, -1.0, 1.0))
+
+
+def test_a_run_fits_its_teacher_on_minibatches_of_pretrain_batch_rows(monkeypatch):
+    """VMCConfig.pretrain_batch is the fit's rows per step (the teacher of LiH: whole, far below 4,096)."""
+    import nnqs.vmc.run as run
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.pretrain import FIT_ROWS
+
+    seen = {}
+    monkeypatch.setattr(run, "fit_to_vector", lambda *args, **kwargs: seen.update(kwargs))
+    ham = build_hamiltonian(get_spec("LiH"))
+    compact = CompactHamiltonian.from_molecular(ham)
+    for batch in (FIT_ROWS, 64):
+        cfg = VMCConfig(pretrain_batch=batch, d_model=8, n_layers=1, phase_hidden=8)
+        wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=8, n_layers=1, phase_hidden=8)
+        out = run.pretrain(wf, compact, cfg, progress=False)
+        assert seen["batch"] == batch and seen["seed"] == cfg.seed and out["n_teacher"] > 1
+    assert VMCConfig().pretrain_batch == FIT_ROWS == 1024
