@@ -70,7 +70,7 @@ def pretrain_phase(wf, ham: CompactHamiltonian, steps: int = 200, lr: float = 1e
 # set of 4,096 and of 65,536; at or below it every row enters every step. The fit is limited by its steps,
 # not by its rows: on H8 at 1.5 A (4,533 configurations, 1,200 steps) 1,024 rows a step left the network
 # +11.35 mHa above the teacher in 94 s, 4,096 rows +9.23 in 377 s, and 1,024 rows for 2,400 steps +9.23 in
-# 177 s (benchmarks/RESULTS.md, "The teacher fit's minibatch").
+# 177 s (benchmarks/RESULTS.md, "What we tried"; on H10 the trade-off of "Beyond exact diagonalisation").
 FIT_WHOLE = 4096
 FIT_ROWS = 1024
 
