@@ -26,24 +26,19 @@ ENUMERATE_MAX = 200_000
 
 
 def network_energy(wf, ham, teacher_configs: torch.Tensor) -> tuple[float, str]:
-    """(energy in Hartree, where): the network's energy over the whole sector, or on the teacher's set."""
-    from nnqs.vmc.configurations import in_sector, sector_size
-    from nnqs.vmc.local_energy import local_energy
+    """(energy in Hartree, where): the network's Rayleigh quotient on the whole sector (its exact energy),
+    or on the teacher's set when the sector holds more than ``ENUMERATE_MAX`` configurations."""
+    from nnqs.vmc.configurations import all_configurations, in_sector, sector_size
     from nnqs.vmc.selection import CoreHamiltonian, unique_union
 
     if sector_size(wf.n_orbitals, wf.n_alpha, wf.n_beta) <= ENUMERATE_MAX:
-        from nnqs.vmc.configurations import all_configurations
-
         configs, where = all_configurations(wf.n_orbitals), "sector"
-        configs = configs[in_sector(configs, wf.n_alpha, wf.n_beta)]
+        configs = unique_union(configs[in_sector(configs, wf.n_alpha, wf.n_beta)])
     else:
         configs, where = unique_union(teacher_configs), "teacher set"
     with torch.no_grad():
         log_psi = wf.log_psi(configs, chunk_size=8192)
-        if where == "sector":
-            e_loc = local_energy(wf.log_psi, ham, configs, log_psi, "sample-space").values.real
-        else:
-            e_loc = CoreHamiltonian(ham, configs).local_energies(ham, configs, log_psi).real
+    e_loc = CoreHamiltonian(ham, configs).local_energies(ham, configs, log_psi).real
     weight = torch.exp(2 * (log_psi.real - log_psi.real.max()))
     return float((weight * e_loc).sum() / weight.sum()), where
 
