@@ -7,6 +7,8 @@ and variational Monte Carlo), ``nnqs.lm`` (the arithmetic language model),
 from __future__ import annotations
 
 __version__ = "0.1.0"
+# what `nnqs` prints for a Ctrl-C before a command's own handling took over (nnqs.cli.main, python -m nnqs)
+INTERRUPTED_LOADING = "nnqs: interrupted before the run started; nothing was saved"
 __all__ = ["FCISolver", "TransformerWavefunction", "__version__"]
 
 

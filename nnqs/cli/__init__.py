@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nnqs import INTERRUPTED_LOADING
+
 if TYPE_CHECKING:
     from nnqs.common.interrupt import Interrupted
 
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(argv, held)
     except KeyboardInterrupt:
-        sys.stderr.write("nnqs: interrupted before the run started; nothing was saved\n")
+        sys.stderr.write(INTERRUPTED_LOADING + "\n")
         return 130
     finally:
         held.release(raise_held=False)  # a usage error or --help ended it before the release in _dispatch
