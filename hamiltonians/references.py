@@ -116,7 +116,8 @@ def _exact(ham: MolecularHamiltonian, method: str, known: float | None, key: str
 def exact_references(spec: MoleculeSpec, method: str = "fci", cache: bool = True,
                      dmrg: DmrgSettings | None = None, threads: int | None = None,
                      progress: Callable[[Sweep], None] | None = None) -> References:
-    """HF, CCSD, CCSD(T) and exact (``fci``, ``ed`` or ``dmrg``) energies of ``spec``, with sizes.
+    """HF, CCSD, CCSD(T) and exact (``fci``, ``ed`` or ``dmrg``) energies of ``spec``, with sizes;
+    ``method="none"``: no exact energy (``e_exact`` None), for systems too large for any.
 
     Raises InputError if the system is too large for ``method``, before any SCF
     (:mod:`hamiltonians.sizes`), or if ``dmrg`` is asked and block2 is not installed;
@@ -134,8 +135,10 @@ def exact_references(spec: MoleculeSpec, method: str = "fci", cache: bool = True
     stored = _stored(key, cache)
     need_scf = not stored and spec.fcidump is None
     ham, mf = build_hamiltonian_and_scf(spec, cache=cache, need_scf=need_scf,
-                                        method=None if method == "dmrg" else method)
-    if method == "dmrg":
+                                        method=None if method in ("dmrg", "none") else method)
+    if method == "none":
+        pass
+    elif method == "dmrg":
         check_dmrg(Size(ham.description, ham.n_orbitals, ham.n_orbitals, ham.n_alpha, ham.n_beta), settings.bond_dim)
     else:
         check_size(ham, method)
@@ -143,9 +146,12 @@ def exact_references(spec: MoleculeSpec, method: str = "fci", cache: bool = True
         if not stored:
             e_ccsd, e_ccsd_t = coupled_cluster(mf, ham) if mf is not None else (None, None)
             stored = {"e_ccsd": e_ccsd, "e_ccsd_t": e_ccsd_t, "exact": {}}
-        e_exact, details, from_cache = _exact(ham, method, stored["exact"].get(slot), key, cache, settings,
-                                              threads, progress)
-        stored["exact"][slot] = e_exact
+        if method == "none":
+            e_exact, details, from_cache = None, None, False
+        else:
+            e_exact, details, from_cache = _exact(ham, method, stored["exact"].get(slot), key, cache, settings,
+                                                  threads, progress)
+            stored["exact"][slot] = e_exact
     if cache:
         _cache.save(key, "refs", stored)
     return References(

@@ -20,9 +20,9 @@ def adapt_samples(n_samples: int, n_unique: int, cfg: VMCConfig) -> int:
     return n_samples
 
 
-def draw(wf, n_samples: int, generator, unique_max: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample; while more than ``unique_max`` unique configurations would come back, redraw with a
-    quarter of the samples (sampling is cheap, the unique set is what the rest of a step costs).
+def draw(wf, n_samples: int, generator, unique_max: int = 0, shrink: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample; while more than ``unique_max`` unique configurations would come back, redraw with
+    ``1 / shrink`` of the samples (sampling is cheap, the unique set is what the rest of a step costs).
     A draw over the limit is abandoned as soon as that is certain (:class:`UniqueLimit`), so a
     broad distribution never holds millions of prefixes in memory; 100 samples are always kept."""
     while True:
@@ -30,7 +30,7 @@ def draw(wf, n_samples: int, generator, unique_max: int = 0) -> tuple[torch.Tens
         try:
             return wf.sample(n_samples, generator=generator, max_unique=limit)
         except UniqueLimit:
-            n_samples = max(100, n_samples // 4)
+            n_samples = max(100, n_samples // shrink)
 
 
 def pass_network(wf, cfg: VMCConfig, n_rows: int):

@@ -112,16 +112,33 @@ def energy_and_loss(
 # local energy costs about 0.1 s per configuration at 32 qubits, and 10^12 samples of a broad
 # 32-qubit distribution are millions of configurations (23 GB were seen before this bound).
 FINAL_UNIQUE_MAX = 16384
+# Most connections (unique configurations x connected configurations per configuration) of the reported
+# energy's exact local energy: each costs about 4 us (one thread, float32 passes through the prefix tree),
+# so the bound is about 9 minutes. It binds above about 8,000 connections per configuration (the 48- and
+# 52-qubit systems): H2O/cc-pVDZ (12,635 per configuration) takes at most 10,622 unique configurations
+# instead of 16,384 (10,743 took 548 s; benchmarks/RESULTS.md); at 32 qubits FINAL_UNIQUE_MAX binds first.
+FINAL_CONNECTED_MAX = 2**27
+# The reported energy's draw halves its sample count while over the bound (a step's quarters it): the unique
+# count lands between half the bound and the bound, not anywhere down to a quarter of it.
+FINAL_SHRINK = 2
+
+
+def final_unique_max(ham: CompactHamiltonian) -> int:
+    """Most unique configurations of the reported energy's draw on ``ham``: :data:`FINAL_UNIQUE_MAX`, or
+    fewer where their connections would pass :data:`FINAL_CONNECTED_MAX`."""
+    return max(1, min(FINAL_UNIQUE_MAX, FINAL_CONNECTED_MAX // max(1, ham.n_connected)))
 
 
 def final_energy(
     wf, ham, n_samples: int, generator, max_batch: int = 8192, comm: Communicator = ONE_PROCESS,
-    unique_max: int = FINAL_UNIQUE_MAX, connected_dtype: str = CONNECTED_DTYPE,
+    unique_max: int | None = None, connected_dtype: str = CONNECTED_DTYPE,
 ) -> EnergyEstimate:
     """Energy from fresh samples with the exact local energy (no gradient); at most ``unique_max``
-    unique configurations (0: no limit; see :func:`draw`)."""
+    unique configurations (default :func:`final_unique_max`; 0: no limit; see :func:`draw`)."""
+    if unique_max is None:
+        unique_max = final_unique_max(ham)
     with torch.no_grad():
-        configs, counts = draw(wf, n_samples, generator, unique_max)
+        configs, counts = draw(wf, n_samples, generator, unique_max, FINAL_SHRINK)
         return share_estimate(wf, ham, configs, counts, "exact", max_batch, comm,
                               connected_dtype=connected_dtype, ratios=sampling_ratio(wf, configs, max_batch))[0]
 

@@ -46,7 +46,7 @@ from nnqs.vmc.sci import SelectedCI, selected_ci
 from nnqs.vmc.pretrain_store import FILE as PRETRAIN_FILE, PretrainStore
 from nnqs.vmc.selection import core_energies
 from nnqs.vmc.config import VMCConfig
-from nnqs.vmc.estimates import FINAL_UNIQUE_MAX, final_energy
+from nnqs.vmc.estimates import final_energy, final_unique_max
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
 # Options a resumed run may change (applied and recorded in config.toml); all others are fixed.
@@ -62,7 +62,8 @@ def system_identity(ham: MolecularHamiltonian) -> dict:
 
 
 def references_for(spec: MoleculeSpec, exact: bool = True) -> dict:
-    """HF, CCSD(T) and exact energies where they can be had; exact is None when too large."""
+    """HF, CCSD(T) and exact energies where they can be had; exact is None when too large for FCI
+    (HF and CCSD(T) are still computed)."""
     if not exact:
         return {"e_hf": None, "e_ccsd_t": None, "e_exact": None}
     try:
@@ -70,7 +71,7 @@ def references_for(spec: MoleculeSpec, exact: bool = True) -> dict:
     except InputError as exc:
         if "too large" not in str(exc):
             raise
-        return {"e_hf": None, "e_ccsd_t": None, "e_exact": None}
+        refs = exact_references(spec, method="none")
     return {"e_hf": refs.e_hf, "e_ccsd_t": refs.e_ccsd_t, "e_exact": refs.e_exact}
 
 
@@ -204,7 +205,7 @@ def _finish(wf, ham, compact: CompactHamiltonian, spec, state, cfg: VMCConfig, r
     """The reported energy from fresh samples, the side numbers and the properties of the final state."""
     if progress and comm.is_root:
         print(f"final energy: {cfg.final_samples:.0e} fresh samples, exact local energy of at most "
-              f"{FINAL_UNIQUE_MAX} unique configurations", file=sys.stderr, flush=True)
+              f"{final_unique_max(compact)} unique configurations", file=sys.stderr, flush=True)
     final = final_energy(wf, compact, cfg.final_samples, state.generator, cfg.max_batch, comm,
                          connected_dtype=cfg.connected_dtype)
     if not np.isfinite(final.energy):
@@ -212,7 +213,7 @@ def _finish(wf, ham, compact: CompactHamiltonian, spec, state, cfg: VMCConfig, r
                         f"its history and checkpoint are in {folder.path}")
     result = _result(ham, refs, final, cfg, wf, 0.0)
     if state.core is not None and comm.is_root:
-        result.update(core_energies(wf, compact, state.core, cfg.max_batch))
+        result.update(core_energies(wf, compact, state.core, cfg.max_batch, state.core_ham))
         _write_properties(folder.path, result, wf, ham, spec, state, cfg)
     return result
 

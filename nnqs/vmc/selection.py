@@ -181,16 +181,29 @@ def subspace_energy(ham: CompactHamiltonian, configs: torch.Tensor) -> float:
     return float(lowest_eigenpairs(ham, configs, 1)[0][0])
 
 
-def core_energies(wf, ham: CompactHamiltonian, core: torch.Tensor, max_batch: int = 8192) -> dict:
+def core_energies(wf, ham: CompactHamiltonian, core: torch.Tensor, max_batch: int = 8192,
+                  core_ham: "CoreHamiltonian | None" = None) -> dict:
     """The side numbers of a core ``(M, n)``, each under its own name (Hartree): the network's Rayleigh
     quotient on the core (``e_core``), plus its PT2 correction (``e_core_pt2``), and H diagonalised on
-    the core (``e_subspace``). None of them is the network's energy ``<psi|H|psi>``."""
+    the core (``e_subspace``). None of them is the network's energy ``<psi|H|psi>``.
+
+    ``core_ham``: H on this core or on an earlier one (the run's :class:`CoreHamiltonian`), grown to
+    this core where they differ; ``e_core`` and ``e_subspace`` are then taken from its matrix and only
+    the PT2 correction enumerates the core's connections (without it, each of the three does)."""
     with torch.no_grad():
         log_psi = wf.log_psi(core, chunk_size=max_batch)
-        values = local_energy(wf.log_psi, ham, core, log_psi, "sample-space", max_batch).values
-    e_core = float((set_weights(log_psi) * values.real).sum())
+    if core_ham is None:
+        with torch.no_grad():
+            values = local_energy(wf.log_psi, ham, core, log_psi, "sample-space", max_batch).values
+        e_core = float((set_weights(log_psi) * values.real).sum())
+        e_subspace = subspace_energy(ham, core)
+    else:
+        if core_ham.core is not core:
+            core_ham = CoreHamiltonian(ham, core, previous=core_ham)
+        e_core = core_ham.rayleigh_quotient(log_psi)
+        e_subspace = float(matrix_eigenpairs(core_ham.matrix, 1)[0][0])
     return {"n_core": len(core), "e_core": e_core, "e_core_pt2": e_core + pt2_correction(ham, core, log_psi, e_core),
-            "e_subspace": subspace_energy(ham, core)}
+            "e_subspace": e_subspace}
 
 
 class CoreHamiltonian:
@@ -206,6 +219,12 @@ class CoreHamiltonian:
             self.matrix = set_hamiltonian(ham, core)  # rows and columns in core order
         else:
             self.matrix = _grown_hamiltonian(ham, core, self.keys, previous)
+
+    def rayleigh_quotient(self, log_psi: torch.Tensor) -> float:
+        """``<psi|H|psi> / <psi|psi>`` (Hartree) of the state restricted to the core, whose amplitudes
+        ``log_psi`` ``(M,)`` are in core order."""
+        psi = torch.exp(log_psi.detach().to(torch.complex128) - log_psi.real.max()).cpu().numpy()
+        return float(np.vdot(psi, self.matrix @ psi).real / np.vdot(psi, psi).real)
 
     def local_energies(self, ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torch.Tensor) -> torch.Tensor:
         """``E_loc^S(x) = sum_{x' in S} H[x, x'] psi(x') / psi(x)`` ``(U,)`` complex128 for the working

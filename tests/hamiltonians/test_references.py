@@ -60,3 +60,21 @@ def test_a_cached_reference_that_is_not_finite_is_recomputed():
     path.write_text(json.dumps(stored | {"e_ccsd_t": float("nan")}))  # NaN: valid to json, a float to Python
     again = exact_references(spec)
     assert not again.from_cache and again.e_ccsd_t == pytest.approx(first.e_ccsd_t, abs=1e-10)
+
+
+def test_a_system_too_large_for_fci_still_gets_hf_and_ccsd_t(monkeypatch):
+    """``vmc`` past FCI's limit: no exact energy, but HF and CCSD(T) as the coupled-cluster solver gives them."""
+    import hamiltonians.sizes as sizes
+    from nnqs.vmc.run import references_for
+
+    spec = get_spec("LiH")
+    full = exact_references(spec, cache=False)
+    monkeypatch.setattr(sizes, "FCI_MAX_DIM", 10)
+    with pytest.raises(Exception, match="too large for --method fci"):
+        exact_references(spec, cache=False)
+    refs = references_for(spec)
+    assert refs["e_exact"] is None
+    assert refs["e_hf"] == pytest.approx(full.e_hf, abs=1e-9)
+    assert refs["e_ccsd_t"] == pytest.approx(full.e_ccsd_t, abs=1e-8)
+    none = exact_references(spec, method="none", cache=False)
+    assert none.e_exact is None and none.e_ccsd == pytest.approx(full.e_ccsd, abs=1e-8)

@@ -221,9 +221,11 @@ def test_a_unique_limit_abandons_exactly_the_draws_that_exceed_it(n_samples, max
             assert torch.equal(got[0], full[0]) and torch.equal(got[1], full[1])
 
 
-def test_draw_quarters_the_samples_until_the_limit_holds():
-    """``draw`` against full draws (each from a fresh seed-1 generator) at 10^6, then a quarter
-    of that, while over the limit: ``draw`` accepts the same sample count."""
+@pytest.mark.parametrize("shrink", [4, 2])
+def test_draw_shrinks_the_samples_until_the_limit_holds(shrink):
+    """``draw`` against full draws (each from a fresh seed-1 generator) at 10^6, then ``1 / shrink``
+    of that (a step's quarter, the reported energy's half), while over the limit: ``draw`` accepts the
+    same sample count."""
     wf = make_wf()
     n, tried = 10**6, []
     while True:
@@ -231,7 +233,7 @@ def test_draw_quarters_the_samples_until_the_limit_holds():
         tried.append(n)
         if u <= 40 or n <= 100:
             break
-        n = max(100, n // 4)
-    configs, counts = draw(wf, 10**6, torch.Generator().manual_seed(1), 40)
+        n = max(100, n // shrink)
+    configs, counts = draw(wf, 10**6, torch.Generator().manual_seed(1), 40, shrink)
     assert int(counts.sum()) == tried[-1] and (len(counts) <= 40 or tried[-1] == 100)
     assert len(tried) > 2  # the limit made it redraw

@@ -12,7 +12,8 @@ from nnqs.vmc.local_energy import local_energy
 from nnqs.vmc.pretrain import fit_to_vector
 from nnqs.vmc.sci import MIN_GROWTH, selected_ci
 from nnqs.vmc.keys import unpack
-from nnqs.vmc.selection import external_space, pt2_correction, select_core, set_weights, subspace_energy, unique_union
+from nnqs.vmc.selection import (CoreHamiltonian, core_energies, external_space, pt2_correction, select_core, set_weights,
+                                subspace_energy, unique_union)
 from nnqs.vmc.sr import per_sample_jacobian, sr_direction
 from nnqs.vmc.estimates import energy_and_loss, estimate
 from nnqs.vmc.wavefunction import TransformerWavefunction
@@ -152,6 +153,25 @@ def test_pt2_and_subspace_energy_match_dense_sums(system):
     oracle = float((coupling.abs().pow(2) / (energy - dense.diagonal()[outside])).sum())
     assert pt2_correction(ham, configs, log_psi, energy) == pytest.approx(oracle, rel=1e-10, abs=1e-12)
     assert subspace_energy(ham, configs) == pytest.approx(float(torch.linalg.eigvalsh(dense[rows][:, rows])[0]), abs=1e-10)
+
+
+def test_core_energies_from_the_runs_core_matrix_match_the_dense_oracle(system):
+    """The end of a run takes e_core and e_subspace from the run's H on its core (built on this core or
+    grown from an earlier one) instead of enumerating the core's connections again: the same numbers."""
+    ham, basis, dense = system
+    wf, core, rows, log_psi = model_on_subset(basis, 3, 30, 5)
+    c = torch.exp(log_psi.to(torch.complex128))
+    c = c / c.abs().pow(2).sum().sqrt()
+    block = dense[rows][:, rows].to(torch.complex128)
+    e_core = float((c.conj() @ block @ c).real)
+    oracle = {"n_core": len(core), "e_core": e_core, "e_core_pt2": e_core + pt2_correction(ham, core, log_psi, e_core),
+              "e_subspace": float(torch.linalg.eigvalsh(dense[rows][:, rows])[0])}
+    earlier = unique_union(subset(basis, 20, 6))
+    for core_ham in (None, CoreHamiltonian(ham, core), CoreHamiltonian(ham, earlier)):
+        found = core_energies(wf, ham, core, core_ham=core_ham)
+        assert found.keys() == oracle.keys()
+        for key, value in oracle.items():
+            assert found[key] == pytest.approx(value, abs=1e-10), (key, core_ham is None)
 
 
 def test_selected_ci_is_the_set_eigenvector_and_reaches_the_ground_state(system):

@@ -192,3 +192,22 @@ def test_an_older_runs_config_with_a_retired_setting_still_loads(tmp_path):
     (tmp_path / "other.toml").write_text('core_rule = "amplitude"\n')
     with pytest.raises(UserError, match="core_rule = 'amplitude' is no longer supported"):
         build_config(VMCConfig, tmp_path / "other.toml")
+
+
+def test_the_reported_energys_unique_bound_follows_the_connections(lih, monkeypatch):
+    """Where unique samples x connections would pass FINAL_CONNECTED_MAX, the reported energy's draw
+    keeps fewer unique configurations (between half the bound and the bound), and stays an unbiased
+    estimate: within a few standard errors of <psi|H|psi> over the whole sector."""
+    import nnqs.vmc.estimates as estimates
+
+    ham, basis, matrix = lih
+    compact = CompactHamiltonian.from_molecular(ham)
+    wf = random_wf(ham)
+    assert estimates.final_unique_max(compact) == estimates.FINAL_UNIQUE_MAX  # 4 orbitals: far from the bound
+    monkeypatch.setattr(estimates, "FINAL_CONNECTED_MAX", 40 * compact.n_connected)
+    assert estimates.final_unique_max(compact) == 40
+    with torch.no_grad():
+        exact = float(exact_energy_functional(wf, basis, matrix))
+    found = final_energy(wf, compact, 10**12, torch.Generator().manual_seed(0))
+    assert 20 <= found.n_unique <= 40
+    assert abs(found.energy - exact) < 4 * found.stderr, (found.energy, exact, found.stderr)
