@@ -42,6 +42,9 @@ TRAIN_FLAGS = (
     ("--threads", "threads", int, "torch CPU threads (0: torch's choice)"),
     ("--answer-mask-prob", "answer_mask_prob", float, "encoder: share of answering rows (question intact, whole answer masked)"),
     ("--target-exact", "target_exact", float, "stop once validation exact match reaches this twice in a row (0: off)"),
+    ("--tail-steps", "tail_steps", int, "past --steps, while validation is below --tail-exact: at most this many "
+                                        "more steps at the final learning rate (0: off)"),
+    ("--tail-exact", "tail_exact", float, "the validation exact match that ends the tail"),
 )
 
 

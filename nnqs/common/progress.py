@@ -27,8 +27,13 @@ class Progress:
         if self.tty:
             self.bar = tqdm(total=total, initial=initial, file=self.stream, unit="step", dynamic_ncols=True)
 
-    def update(self, step: int, postfix: str) -> None:
-        """Show that ``step`` steps of ``total`` are done, with ``postfix`` after the bar."""
+    def update(self, step: int, postfix: str, total: int | None = None) -> None:
+        """Show that ``step`` steps of ``total`` are done, with ``postfix`` after the bar; ``total``:
+        the run's last step where it moved (an LM run's tail)."""
+        if total is not None and total != self.total:
+            self.total = total
+            if self.bar is not None:
+                self.bar.total = total
         if self.bar is not None:
             self.bar.set_postfix_str(postfix, refresh=False)
             self.bar.update(step - self.bar.n)

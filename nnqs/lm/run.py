@@ -32,7 +32,8 @@ from nnqs.lm.train import EvalRecord, LMStepResult, TrainConfig, TrainRun, start
 HISTORY_FIELDS = tuple(f.name for f in dataclasses.fields(EvalRecord))
 WALL_TIME_FIELDS = ("elapsed_s",)
 # Options a resumed run may change (applied and recorded in config.toml); all others are fixed.
-MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds", "target_exact", "device")
+MUTABLE = ("steps", "threads", "checkpoint_every", "checkpoint_seconds", "target_exact", "tail_steps", "tail_exact",
+           "device")
 
 
 def train_in_folder(cfg: TrainConfig, folder: RunFolder, *, resume: bool = False, progress: bool = True,
@@ -57,11 +58,11 @@ def train_in_folder(cfg: TrainConfig, folder: RunFolder, *, resume: bool = False
     else:
         history = resume_history(folder.history, ckpt["history"], HISTORY_FIELDS)
     checkpointer = Checkpointer(lambda r: save_lm_checkpoint(folder.checkpoint, r, history.state()),
-                                cfg.checkpoint_every, cfg.checkpoint_seconds, cfg.steps)
+                                cfg.checkpoint_every, cfg.checkpoint_seconds, cfg.steps + cfg.tail_steps)
     callbacks = [lambda result, r: _log_record(history, r), checkpointer]
     bar = Progress(cfg.steps, run.step) if progress else None
     if bar is not None:
-        callbacks.append(lambda result, r: bar.update(r.step, progress_postfix(result, r)))
+        callbacks.append(lambda result, r: bar.update(r.step, progress_postfix(result, r), r.step_limit()))
     guard = DivergenceGuard(log=event_logger(folder.path / "events.log"), checkpoint=folder.checkpoint)
     try:
         run = train(cfg, callbacks, run=run, guard=guard, stop=stop, save=checkpointer.save_now)

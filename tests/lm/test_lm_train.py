@@ -135,8 +135,28 @@ def test_target_exact_below_one_and_off(monkeypatch):
 
 def test_target_never_reached_runs_every_step(monkeypatch):
     _scripted_validation(monkeypatch, [1.0, 0.9] * 5)
-    run = train(TrainConfig(**TINY_RUN))
+    run = train(TrainConfig(**TINY_RUN, tail_steps=0))
     assert run.step == 100 and run.result()["steps_to_target"] == 10 and run.result()["stopped_early"] is False
+
+
+def test_a_run_short_of_tail_exact_at_its_last_step_goes_on_at_the_final_lr(monkeypatch):
+    """Below tail_exact at step 100: on at the final learning rate until a validation reaches it."""
+    _scripted_validation(monkeypatch, [0.5] * 9 + [0.99, 0.995, 0.9991, 0.2])
+    cfg = TrainConfig(**TINY_RUN, tail_steps=40, warmup_steps=10)
+    run = train(cfg)
+    assert run.step == 120 and [r.step for r in run.history][-3:] == [100, 110, 120]
+    assert run.result()["tail_steps_run"] == 20 and run.result()["stopped_early"] is False
+    final_lr = cfg.lr * cfg.min_lr_ratio
+    assert [r.lr for r in run.history[-2:]] == pytest.approx([final_lr, final_lr])
+    _scripted_validation(monkeypatch, [0.5] * 9 + [0.96] * 11)  # never: the tail ends at its budget, validated there
+    run = train(TrainConfig(**TINY_RUN, tail_steps=35))
+    assert run.step == 135 and run.history[-1].step == 135 and run.result()["tail_steps_run"] == 35
+    _scripted_validation(monkeypatch, [0.5] * 9 + [0.999])  # at tail_exact at step 100: no tail
+    assert train(TrainConfig(**TINY_RUN, tail_steps=40)).step == 100
+    _scripted_validation(monkeypatch, [0.5] * 10)  # below tail_from: other settings are needed, not a tail
+    assert train(TrainConfig(**TINY_RUN, tail_steps=40)).step == 100
+    _scripted_validation(monkeypatch, [0.5] * 9 + [0.99])  # the rule off: no tail either
+    assert train(TrainConfig(**TINY_RUN, tail_steps=40, target_exact=0.0)).step == 100
 
 
 def test_target_exact_out_of_range_is_refused():
