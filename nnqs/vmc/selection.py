@@ -51,6 +51,13 @@ def set_weights(log_psi: torch.Tensor) -> torch.Tensor:
 FLOOR_MARGIN = 1e-3
 
 
+# External configurations unpacked, scored and screened at once by the core's re-selection and by PT2: the
+# external space of a 65,536-configuration core at 52 qubits is ~10^8 configurations, whose tokens alone
+# (26 int64 each) would be tens of GB; a run of N2/cc-pVDZ was killed for memory at 23.6 GB in its third
+# re-selection when they were unpacked and ranked all at once (benchmarks/RESULTS.md).
+CANDIDATE_CHUNK = 2**20
+
+
 def rows_per_chunk(ham: CompactHamiltonian) -> int:
     """Configurations whose connections are held at once: about 2^22 connected entries."""
     return max(1, 2**22 // max(1, ham.n_connected))
@@ -87,19 +94,23 @@ def select_core(
     log_psi = log_psi.detach().to(torch.complex128)
     amplitudes = normalised_amplitudes(log_psi)
     outside, coupling = external_space(ham, configs, amplitudes)
-    tokens = unpack(outside, configs.shape[1]).to(configs.device)
-    ceiling = float(log_psi.real.max())
+    ceiling, floor = float(log_psi.real.max()), float(np.log(threshold))
     if hasattr(log_psi_fn, "above"):  # a ranker that can skip what cannot pass (TreeLogPsi.above)
-        log_psi_fn = log_psi_fn.above(ceiling + float(np.log(threshold)) - FLOOR_MARGIN)
-    score_out = comm.unshare(evaluate_chunked(log_psi_fn, comm.share(tokens), max_batch).real) - ceiling
-    if energy is not None and len(tokens):
-        first_order = coupling.abs() / (energy - ham.diagonal(tokens)).abs().clamp_min(1e-12)
-        score_out = torch.maximum(score_out, torch.log(first_order / amplitudes.abs().max()))
-    everything = torch.cat([configs, tokens])
-    score = torch.cat([log_psi.real - ceiling, score_out])
-    keep = score >= float(np.log(threshold))
+        log_psi_fn = log_psi_fn.above(ceiling + floor - FLOOR_MARGIN)
+    tokens, scores = [configs], [log_psi.real - ceiling]
+    for start in range(0, len(outside), CANDIDATE_CHUNK):  # only the candidates that pass are kept
+        part = unpack(outside[start : start + CANDIDATE_CHUNK], configs.shape[1]).to(configs.device)
+        score_out = comm.unshare(evaluate_chunked(log_psi_fn, comm.share(part), max_batch).real) - ceiling
+        if energy is not None:
+            h_aa = ham.diagonal(part)
+            first_order = coupling[start : start + len(part)].abs() / (energy - h_aa).abs().clamp_min(1e-12)
+            score_out = torch.maximum(score_out, torch.log(first_order / amplitudes.abs().max()))
+        passing = score_out >= floor
+        tokens.append(part[passing]), scores.append(score_out[passing])
+    everything, score = torch.cat(tokens), torch.cat(scores)
+    keep = score >= floor
     order = torch.argsort(score[keep], descending=True, stable=True)[:max_size]
-    return Selection(everything[keep][order], len(everything), len(tokens))
+    return Selection(everything[keep][order], len(configs) + len(outside), len(outside))
 
 
 def external_space(ham: CompactHamiltonian, configs: torch.Tensor, amplitudes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -144,10 +155,11 @@ def pt2_correction(ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torc
     ``(M, n)`` with variational energy ``energy`` (its Rayleigh quotient on the set):
     ``sum_a |<a|H|psi_C>|^2 / (energy - H[a, a])`` over the configurations a outside the set."""
     keys, numerator = external_space(ham, configs, normalised_amplitudes(log_psi))
-    if keys.shape[0] == 0:
-        return 0.0
-    h_aa = ham.diagonal(unpack(keys, configs.shape[1]))
-    return float((numerator.abs().pow(2) / (energy - h_aa)).sum())
+    total = 0.0
+    for start in range(0, len(keys), CANDIDATE_CHUNK):
+        h_aa = ham.diagonal(unpack(keys[start : start + CANDIDATE_CHUNK], configs.shape[1]))
+        total += float((numerator[start : start + len(h_aa)].abs().pow(2) / (energy - h_aa)).sum())
+    return total
 
 
 def set_hamiltonian(ham: CompactHamiltonian, configs: torch.Tensor):

@@ -348,3 +348,31 @@ def test_core_hamiltonian_grown_from_the_previous_core_equals_a_fresh_build():
         grown = CoreHamiltonian(ham, new, previous=CoreHamiltonian(ham, old)).matrix
         fresh = set_hamiltonian(ham, new)
         assert (grown != fresh).nnz == 0 and grown.shape == fresh.shape
+
+
+def test_the_external_space_screened_in_chunks_gives_the_same_core_pt2_and_teacher(system, monkeypatch):
+    """Re-selection, PT2 and the selected-CI teacher unpack the external space a chunk at a time
+    (``CANDIDATE_CHUNK``): chunks of 7 configurations give what one chunk gives."""
+    import nnqs.vmc.sci as sci
+    import nnqs.vmc.selection as selection
+
+    ham, basis, dense = system
+    wf, configs, rows, log_psi = model_on_subset(basis, 2, 12, 3)
+    c = torch.exp(log_psi.to(torch.complex128))
+    c = c / c.abs().pow(2).sum().sqrt()
+    energy = float((c.conj() @ dense.to(torch.complex128)[rows][:, rows] @ c).real)
+    hf = torch.tensor([[3, 3, 0, 0, 0]])
+
+    def everything():
+        core = select_core(wf.log_psi, ham, configs, log_psi, 0.05, max_size=1000, energy=energy)
+        teacher = selected_ci(ham, hf, threshold=0.01, max_size=1000)
+        return core, pt2_correction(ham, configs, log_psi, energy), teacher
+
+    whole = everything()
+    monkeypatch.setattr(selection, "CANDIDATE_CHUNK", 7)
+    monkeypatch.setattr(sci, "CANDIDATE_CHUNK", 7)
+    chunked = everything()
+    assert whole[0].n_candidates > len(configs) + 7  # several chunks
+    assert torch.equal(chunked[0].configs, whole[0].configs) and chunked[0].n_candidates == whole[0].n_candidates
+    assert chunked[1] == pytest.approx(whole[1], rel=1e-12, abs=1e-15)
+    assert torch.equal(chunked[2].configs, whole[2].configs) and chunked[2].energy == pytest.approx(whole[2].energy, abs=1e-12)
