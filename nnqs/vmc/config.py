@@ -52,7 +52,9 @@ class VMCConfig:
     # Most configurations in the teacher's set and in the core. The threshold is what stops them; the caps bound
     # memory and time (H on a core of 65,536 stays under 1 GB, and a step's cost grows linearly above sr_rows).
     teacher_max: int = SET_MAX
-    pretrain_steps: int = 1200  # Adam steps of the supervised fit (teacher "sci"), in pretrain_dtype
+    # Adam steps of the supervised fit (teacher "sci"), in pretrain_dtype, for a teacher of at most FIT_WHOLE
+    # configurations; a larger one takes more (nnqs.vmc.pretrain.fit_steps)
+    pretrain_steps: int = 1200
     pretrain_lr: float = 2e-3  # 10 of the 12 STO-3G rows lower than at 1e-3 (benchmarks/RESULTS.md)
     pretrain_dtype: Literal["float32", "float64"] = "float32"  # precision of the teacher fit (float64 VMC after it)
     # rows per Adam step of the fit to a teacher of more than FIT_WHOLE configurations (smaller ones enter whole).

@@ -40,7 +40,7 @@ from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.orbitals import hamiltonian_for
 from nnqs.vmc.vmc_loop import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, vmc_steps, save_state
 from nnqs.vmc.plots import plot_energy
-from nnqs.vmc.pretrain import fit_to_vector, pretrain_phase
+from nnqs.vmc.pretrain import fit_steps, fit_to_vector, pretrain_phase
 from nnqs.vmc.properties import plot_occupations, run_properties, sampled_properties
 from nnqs.vmc.sci import SelectedCI, selected_ci
 from nnqs.vmc.pretrain_store import FILE as PRETRAIN_FILE, PretrainStore
@@ -263,12 +263,13 @@ def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=N
     t0 = time.perf_counter()
     saved = found.load() if found is not None else {}
     sci = _teacher(ham, wf, cfg, progress, saved.get("teacher"), store, t0)
-    bar = Progress(cfg.pretrain_steps, int(saved.get("fit", {}).get("step", 0))) if progress and cfg.pretrain_steps else None
+    steps = fit_steps(cfg.pretrain_steps, len(sci.configs))
+    bar = Progress(steps, int(saved.get("fit", {}).get("step", 0))) if progress and steps else None
     if bar is not None:
         print(f"pretraining on a selected-CI vector of {len(sci.configs)} configurations "
-              f"(E = {sci.energy:.8f} Ha, {sci.rounds} rounds)", file=sys.stderr, flush=True)
-    offer = None if store is None else lambda state: store.offer_fit(state, state["step"] == cfg.pretrain_steps)
-    fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), cfg.pretrain_steps, cfg.pretrain_lr,
+              f"(E = {sci.energy:.8f} Ha, {sci.rounds} rounds), {steps} steps", file=sys.stderr, flush=True)
+    offer = None if store is None else lambda state: store.offer_fit(state, state["step"] == steps)
+    fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), steps, cfg.pretrain_lr,
                   None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"), comm,
                   getattr(torch, cfg.pretrain_dtype), batch=cfg.pretrain_batch, seed=cfg.seed, start=saved.get("fit"),
                   save=offer)
