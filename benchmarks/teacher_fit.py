@@ -1,17 +1,23 @@
 """The teacher fit's cost and quality against its rows per step and its steps (JSON lines).
 
     python -m benchmarks.teacher_fit [--system H8@1.5] [--fits 4096:1200 1024:1200 1024:2400]
-                                     [--lr 2e-3] [--threads 1] [--out FILE]
+                                     [--models 32x2x64 64x2x64] [--lr 2e-3] [--threads 1] [--out FILE]
     python -m benchmarks.teacher_fit --quick     # H6 at 1.5 A, tiny fits (run by the test suite)
 
 The system is a name of ``benchmarks.accuracy`` (a catalog molecule, ``NAME@R``, or the hydrogen chain
-``Hn@R``). Its selected-CI teacher is grown once, as a run grows it (``VMCConfig`` defaults, orbitals
+``Hn@R``) or ``NAME/BASIS[@R]`` (``benchmarks.common.system_spec``: N2/6-31g and N2/cc-pvdz with 1s frozen). Its selected-CI teacher is grown once, as a run grows it (``VMCConfig`` defaults, orbitals
 included). Each fit ``ROWS:STEPS`` starts from the same freshly initialised network and takes STEPS Adam
 steps at ``--lr`` (float32 copy, as a run does) on minibatches of ROWS rows drawn from the teacher
 (every row when ROWS is at least the teacher's size). One record per fit: its seconds and final loss, and
 the energy of the fitted network above the teacher's (``e_above_teacher_mha``), by enumeration of the
 whole sector when it holds at most ``ENUMERATE_MAX`` configurations, else on the teacher's set (the
-network's Rayleigh quotient there, as the first VMC step sees it; ``energy_on``).
+network's Rayleigh quotient there, as the first VMC step sees it; ``energy_on``). Each fit is repeated for
+each network of ``--models`` (``DxLxH``: d_model, layers, phase-head width).
+
+What fails in a fit (:func:`split`): on the teacher's set, the energy of the network's vector
+(``e_set_mha``), of the network's modulus with the teacher's signs (``e_modulus_mha``), of the teacher's
+modulus with the network's signs (``e_sign_mha``), all above the teacher; the teacher's weight on rows
+whose sign the network has wrong (``wrong_sign_weight``) and 1 - overlap^2 with the teacher.
 """
 from __future__ import annotations
 
@@ -43,31 +49,73 @@ def network_energy(wf, ham, teacher_configs: torch.Tensor) -> tuple[float, str]:
     return float((weight * e_loc).sum() / weight.sum()), where
 
 
-def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int) -> list[dict]:
-    from benchmarks.accuracy import system_spec
+def split(wf, matrix, coefficients: torch.Tensor, teacher_energy: float, configs: torch.Tensor) -> dict:
+    """What the fitted network ``wf`` gets wrong on the teacher's set ``configs`` (module docstring), with
+    H on the set ``matrix`` (scipy, in the set's order) and the teacher's ``coefficients``."""
+    import numpy as np
+
+    with torch.no_grad():
+        log_psi = wf.log_psi(configs, chunk_size=8192)
+    psi = torch.exp(log_psi - log_psi.real.max()).real.numpy()  # the real ansatz: a real vector
+    c = coefficients.double().numpy()
+    psi = psi * (1.0 if psi @ c >= 0 else -1.0)  # the global sign is free
+
+    def above(v) -> float:
+        return 1e3 * (float(v @ (matrix @ v) / (v @ v)) - teacher_energy)
+
+    c2 = c**2 / (c @ c)
+    return {"e_set_mha": above(psi), "e_modulus_mha": above(np.abs(psi) * np.sign(c)),
+            "e_sign_mha": above(np.abs(c) * np.sign(psi)), "wrong_sign_weight": float(c2[np.sign(psi) != np.sign(c)].sum()),
+            "infidelity": 1 - float((psi @ c) ** 2 / ((psi @ psi) * (c @ c)))}
+
+
+def teacher_for(name: str):
+    """(Hamiltonian, compact Hamiltonian, selected-CI teacher) of a system, grown as a run grows it."""
+    from benchmarks.accuracy import system_spec as catalog_spec
+    from benchmarks.common import system_spec
     from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
     from nnqs.vmc.config import VMCConfig
-    from nnqs.vmc.pretrain import fit_to_vector
     from nnqs.vmc.run import hamiltonian_for, make_wavefunction
     from nnqs.vmc.sci import selected_ci
 
     cfg = VMCConfig()
-    spec, _ = system_spec(name)
+    spec = system_spec(name) if "/" in name else catalog_spec(name)[0]
     ham, _ = hamiltonian_for(spec, cfg.orbitals, cfg.teacher_threshold, False)
     compact = CompactHamiltonian.from_molecular(ham, "cpu")
     start = make_wavefunction(ham, cfg)
-    sci = selected_ci(compact, start.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
+    return ham, compact, selected_ci(compact, start.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
+
+
+def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int,
+            models: list[tuple[int, int, int]] = ((32, 2, 64),)) -> list[dict]:
+    import dataclasses
+
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.pretrain import fit_to_vector
+    from nnqs.vmc.run import make_wavefunction
+    from nnqs.vmc.selection import set_hamiltonian
+
+    t0 = time.perf_counter()
+    ham, compact, sci = teacher_for(name)
+    teacher_s = time.perf_counter() - t0
+    matrix = set_hamiltonian(compact, sci.configs)
     lines = []
-    for rows, steps in fits:
-        wf = make_wavefunction(ham, cfg)
-        t0 = time.perf_counter()
-        loss = fit_to_vector(wf, sci.configs, sci.coefficients, steps, lr, dtype=torch.float32, batch=rows,
-                             seed=cfg.seed, whole=rows)
-        seconds = time.perf_counter() - t0
-        energy, where = network_energy(wf, compact, sci.configs)
-        lines.append({"benchmark": "teacher_fit", "system": name, "n_teacher": len(sci.configs), "rows": rows,
-                      "steps": steps, "lr": lr, "fit_s": seconds, "loss": loss, "energy_on": where,
-                      "e_above_teacher_mha": 1e3 * (energy - sci.energy), "threads": threads, **software()})
+    for d_model, n_layers, phase_hidden in models:
+        cfg = dataclasses.replace(VMCConfig(), d_model=d_model, n_layers=n_layers, phase_hidden=phase_hidden)
+        for rows, steps in fits:
+            wf = make_wavefunction(ham, cfg)
+            t0 = time.perf_counter()
+            loss = fit_to_vector(wf, sci.configs, sci.coefficients, steps, lr, dtype=torch.float32, batch=rows,
+                                 seed=cfg.seed, whole=rows)
+            seconds = time.perf_counter() - t0
+            energy, where = network_energy(wf, compact, sci.configs)
+            lines.append({"benchmark": "teacher_fit", "system": name, "n_teacher": len(sci.configs), "teacher_s": teacher_s,
+                          "d_model": d_model, "n_layers": n_layers, "phase_hidden": phase_hidden,
+                          "parameters": sum(p.numel() for p in wf.parameters()), "rows": rows, "steps": steps,
+                          "lr": lr, "fit_s": seconds, "loss": loss, "energy_on": where,
+                          "e_above_teacher_mha": 1e3 * (energy - sci.energy),
+                          **split(wf, matrix, sci.coefficients, sci.energy, sci.configs), "threads": threads, **software()})
+            print(lines[-1], file=sys.stderr, flush=True)
     return lines
 
 
@@ -82,12 +130,25 @@ def parse_fits(items: list[str]) -> list[tuple[int, int]]:
     return fits
 
 
+def parse_models(items: list[str]) -> list[tuple[int, int, int]]:
+    """``DxLxH`` items -> [(d_model, layers, phase-head width)]; ValueError on a malformed one."""
+    models = []
+    for item in items:
+        parts = item.split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(item)
+        models.append(tuple(int(p) for p in parts))
+    return models
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     from nnqs.common.config import apply_threads
 
     parser = benchmark_parser("teacher_fit", __doc__, "H6 at 1.5 A, fits of 30 and 60 steps (what the test suite runs)")
     parser.add_argument("--system", default="H8@1.5")
     parser.add_argument("--fits", nargs="+", default=["4096:1200", "1024:1200", "1024:2400"], metavar="ROWS:STEPS")
+    parser.add_argument("--models", nargs="+", default=["32x2x64"], metavar="DxLxH",
+                        help="networks: d_model x layers x phase-head width (default: the run's 32x2x64)")
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -95,8 +156,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         fits = parse_fits(["64:30", "64:60"] if args.quick else args.fits)
     except ValueError as exc:
         parser.error(f"--fits takes ROWS:STEPS items of positive integers, got {exc}")
+    try:
+        models = parse_models(args.models)
+    except ValueError as exc:
+        parser.error(f"--models takes DxLxH items of positive integers, got {exc}")
     apply_threads(args.threads)
-    lines = records("H6@1.5" if args.quick else args.system, fits, args.lr, args.threads)
+    lines = records("H6@1.5" if args.quick else args.system, fits, args.lr, args.threads, models)
     for line in lines:
         emit(line, args.out)
     return lines

@@ -20,8 +20,7 @@ import numpy as np
 import torch
 
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
-from nnqs.vmc.keys import unpack
-from nnqs.vmc.selection import CANDIDATE_CHUNK, CoreHamiltonian, external_space, matrix_eigenpairs
+from nnqs.vmc.selection import CoreHamiltonian, external_chunks, external_space, matrix_eigenpairs
 
 MIN_GROWTH = 16  # configurations a round may add however small the set
 # A round that adds fewer than this fraction of the set ends the growth: on H10 at 1.5 Angstrom the rounds
@@ -83,10 +82,9 @@ def _first_order_additions(
     largest first ``(A, n)`` (the numerators of all the vectors from one pass over the connections)."""
     keys, numerators = external_space(ham, configs, torch.as_tensor(vectors, device=configs.device))
     chosen, amplitudes = [configs[:0]], [torch.zeros(0, dtype=torch.float64, device=configs.device)]
-    for start in range(0, len(keys), CANDIDATE_CHUNK):  # unpacked a chunk at a time (see CANDIDATE_CHUNK)
-        outside = unpack(keys[start : start + CANDIDATE_CHUNK], configs.shape[1])
-        gaps = ham.diagonal(outside).unsqueeze(1) - torch.as_tensor(energies, device=configs.device)
-        best = (numerators[start : start + len(outside)].abs() / gaps.abs().clamp(min=1e-8)).amax(1)
+    for outside, part, h_aa in external_chunks(ham, keys, numerators, configs.shape[1], configs.device):
+        gaps = h_aa.unsqueeze(1) - torch.as_tensor(energies, device=configs.device)
+        best = (part.abs() / gaps.abs().clamp(min=1e-8)).amax(1)
         passing = best >= threshold
         chosen.append(outside[passing]), amplitudes.append(best[passing])
     best = torch.cat(amplitudes)

@@ -58,6 +58,14 @@ FLOOR_MARGIN = 1e-3
 CANDIDATE_CHUNK = 2**20
 
 
+def external_chunks(ham: CompactHamiltonian, keys: torch.Tensor, coupling: torch.Tensor, n: int, device):
+    """The external space ``keys`` ``(T, W)`` (:func:`external_space`) a chunk of ``CANDIDATE_CHUNK`` at a
+    time: ``(tokens (B, n), coupling rows (B, ...), H[a, a] (B,))`` per chunk, the tokens on ``device``."""
+    for start in range(0, len(keys), CANDIDATE_CHUNK):
+        tokens = unpack(keys[start : start + CANDIDATE_CHUNK], n).to(device)
+        yield tokens, coupling[start : start + len(tokens)], ham.diagonal(tokens)
+
+
 def rows_per_chunk(ham: CompactHamiltonian) -> int:
     """Configurations whose connections are held at once: about 2^22 connected entries."""
     return max(1, 2**22 // max(1, ham.n_connected))
@@ -98,12 +106,10 @@ def select_core(
     if hasattr(log_psi_fn, "above"):  # a ranker that can skip what cannot pass (TreeLogPsi.above)
         log_psi_fn = log_psi_fn.above(ceiling + floor - FLOOR_MARGIN)
     tokens, scores = [configs], [log_psi.real - ceiling]
-    for start in range(0, len(outside), CANDIDATE_CHUNK):  # only the candidates that pass are kept
-        part = unpack(outside[start : start + CANDIDATE_CHUNK], configs.shape[1]).to(configs.device)
+    for part, numerator, h_aa in external_chunks(ham, outside, coupling, configs.shape[1], configs.device):
         score_out = comm.unshare(evaluate_chunked(log_psi_fn, comm.share(part), max_batch).real) - ceiling
-        if energy is not None:
-            h_aa = ham.diagonal(part)
-            first_order = coupling[start : start + len(part)].abs() / (energy - h_aa).abs().clamp_min(1e-12)
+        if energy is not None:  # only the candidates that pass are kept
+            first_order = numerator.abs() / (energy - h_aa).abs().clamp_min(1e-12)
             score_out = torch.maximum(score_out, torch.log(first_order / amplitudes.abs().max()))
         passing = score_out >= floor
         tokens.append(part[passing]), scores.append(score_out[passing])
@@ -156,9 +162,8 @@ def pt2_correction(ham: CompactHamiltonian, configs: torch.Tensor, log_psi: torc
     ``sum_a |<a|H|psi_C>|^2 / (energy - H[a, a])`` over the configurations a outside the set."""
     keys, numerator = external_space(ham, configs, normalised_amplitudes(log_psi))
     total = 0.0
-    for start in range(0, len(keys), CANDIDATE_CHUNK):
-        h_aa = ham.diagonal(unpack(keys[start : start + CANDIDATE_CHUNK], configs.shape[1]))
-        total += float((numerator[start : start + len(h_aa)].abs().pow(2) / (energy - h_aa)).sum())
+    for _, part, h_aa in external_chunks(ham, keys, numerator, configs.shape[1], configs.device):
+        total += float((part.abs().pow(2) / (energy - h_aa)).sum())
     return total
 
 

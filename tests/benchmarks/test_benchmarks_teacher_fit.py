@@ -18,3 +18,30 @@ def test_malformed_fits_are_refused():
             parse_fits(bad)
     with pytest.raises(SystemExit):
         main(["--fits", "1024-1200"])
+
+
+def test_the_split_is_zero_on_the_teacher_and_variational_on_the_fit(capsys):
+    """The split of what a fit gets wrong: the teacher's own vector has nothing wrong; a fitted network's
+    vectors on the teacher's set are never below the teacher (the lowest eigenvector of H on that set)."""
+    import torch
+
+    from benchmarks.teacher_fit import split, teacher_for
+    from nnqs.vmc.selection import set_hamiltonian
+
+    _, compact, sci = teacher_for("H6@1.5")
+    matrix = set_hamiltonian(compact, sci.configs)
+
+    class Teacher:  # log psi of the teacher's coefficients, as the real ansatz gives it
+        def log_psi(self, configs, chunk_size=None):
+            c = sci.coefficients.double()
+            return torch.complex(c.abs().log(), torch.pi * (c < 0).double())
+
+    exact = split(Teacher(), matrix, sci.coefficients, sci.energy, sci.configs)
+    for key in ("e_set_mha", "e_modulus_mha", "e_sign_mha", "wrong_sign_weight", "infidelity"):
+        assert abs(exact[key]) < 1e-8, key
+    (line,) = main(["--system", "H6@1.5", "--threads", "1", "--fits", "64:30", "--models", "8x1x8"])
+    assert line["d_model"] == 8 and line["parameters"] > 0
+    assert min(line["e_set_mha"], line["e_modulus_mha"], line["e_sign_mha"]) > -1e-9
+    assert 0 <= line["wrong_sign_weight"] <= 1 and 0 < line["infidelity"] <= 1
+    with pytest.raises(SystemExit):
+        main(["--models", "32x2"])

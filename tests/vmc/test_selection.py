@@ -353,7 +353,6 @@ def test_core_hamiltonian_grown_from_the_previous_core_equals_a_fresh_build():
 def test_the_external_space_screened_in_chunks_gives_the_same_core_pt2_and_teacher(system, monkeypatch):
     """Re-selection, PT2 and the selected-CI teacher unpack the external space a chunk at a time
     (``CANDIDATE_CHUNK``): chunks of 7 configurations give what one chunk gives."""
-    import nnqs.vmc.sci as sci
     import nnqs.vmc.selection as selection
 
     ham, basis, dense = system
@@ -369,8 +368,7 @@ def test_the_external_space_screened_in_chunks_gives_the_same_core_pt2_and_teach
         return core, pt2_correction(ham, configs, log_psi, energy), teacher
 
     whole = everything()
-    monkeypatch.setattr(selection, "CANDIDATE_CHUNK", 7)
-    monkeypatch.setattr(sci, "CANDIDATE_CHUNK", 7)
+    monkeypatch.setattr(selection, "CANDIDATE_CHUNK", 7)  # all three read it through external_chunks
     chunked = everything()
     assert whole[0].n_candidates > len(configs) + 7  # several chunks
     assert torch.equal(chunked[0].configs, whole[0].configs) and chunked[0].n_candidates == whole[0].n_candidates
