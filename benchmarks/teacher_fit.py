@@ -21,6 +21,7 @@ whose sign the network has wrong (``wrong_sign_weight``) and 1 - overlap^2 with 
 """
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 
@@ -87,7 +88,8 @@ def teacher_for(name: str):
 
 
 def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int,
-            models: list[tuple[int, int, int]] = ((32, 2, 64),)) -> list[dict]:
+            models: list[tuple[int, int, int]] = ((32, 2, 64),), decays: list[float] = (1.0,),
+            draws: list[str] = ("weight",)) -> list[dict]:
     import dataclasses
 
     from nnqs.vmc.config import VMCConfig
@@ -102,17 +104,17 @@ def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int,
     lines = []
     for d_model, n_layers, phase_hidden in models:
         cfg = dataclasses.replace(VMCConfig(), d_model=d_model, n_layers=n_layers, phase_hidden=phase_hidden)
-        for rows, steps in fits:
+        for (rows, steps), decay, by in itertools.product(fits, decays, draws):
             wf = make_wavefunction(ham, cfg)
             t0 = time.perf_counter()
             loss = fit_to_vector(wf, sci.configs, sci.coefficients, steps, lr, dtype=torch.float32, batch=rows,
-                                 seed=cfg.seed, whole=rows)
+                                 seed=cfg.seed, whole=rows, decay=decay, by_modulus=by == "modulus")
             seconds = time.perf_counter() - t0
             energy, where = network_energy(wf, compact, sci.configs)
             lines.append({"benchmark": "teacher_fit", "system": name, "n_teacher": len(sci.configs), "teacher_s": teacher_s,
                           "d_model": d_model, "n_layers": n_layers, "phase_hidden": phase_hidden,
                           "parameters": sum(p.numel() for p in wf.parameters()), "rows": rows, "steps": steps,
-                          "lr": lr, "fit_s": seconds, "loss": loss, "energy_on": where,
+                          "lr": lr, "decay": decay, "draw": by, "fit_s": seconds, "loss": loss, "energy_on": where,
                           "e_above_teacher_mha": 1e3 * (energy - sci.energy),
                           **split(wf, matrix, sci.coefficients, sci.energy, sci.configs), "threads": threads, **software()})
             print(lines[-1], file=sys.stderr, flush=True)
@@ -150,6 +152,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--models", nargs="+", default=["32x2x64"], metavar="DxLxH",
                         help="networks: d_model x layers x phase-head width (default: the run's 32x2x64)")
     parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--decays", nargs="+", type=float, default=[1.0], metavar="F",
+                        help="the fit's learning rate falls along a cosine to F x lr (1: constant)")
+    parser.add_argument("--draws", nargs="+", choices=["weight", "modulus"], default=["weight"],
+                        help="the cross-entropy rows drawn by |c|^2 (weight) or by |c| (modulus, reweighted)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     try:
@@ -161,7 +167,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     except ValueError as exc:
         parser.error(f"--models takes DxLxH items of positive integers, got {exc}")
     apply_threads(args.threads)
-    lines = records("H6@1.5" if args.quick else args.system, fits, args.lr, args.threads, models)
+    lines = records("H6@1.5" if args.quick else args.system, fits, args.lr, args.threads, models, args.decays, args.draws)
     for line in lines:
         emit(line, args.out)
     return lines

@@ -43,6 +43,11 @@ FLAGS = {
     "pretrain_dtype": (str, "--teacher sci only: precision of the teacher fit, float32 or float64"),
     "pretrain_batch": (int, "--teacher sci only: rows per Adam step of the fit to a teacher of more than 4,096 "
                             "configurations (smaller ones enter whole)"),
+    "pretrain_draw": (str, "--teacher sci only: a minibatch fit draws its cross-entropy rows by |c| (modulus, "
+                           "reweighted) or by |c|^2 (weight)"),
+    "pretrain_lr_sampled": (float, "--teacher sci only: peak Adam learning rate of a minibatch fit"),
+    "pretrain_decay": (float, "--teacher sci only: a minibatch fit's learning rate falls along a cosine to this "
+                              "fraction of its peak (1: constant)"),
     "unique_max": (int, "--selection samples: redraw with fewer samples above this many unique ones"),
     "d_model": (int, "Transformer width"),
     "n_layers": (int, "Transformer blocks"),

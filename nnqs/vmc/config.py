@@ -23,7 +23,7 @@ SET_MAX = 65536  # default most configurations in the selected-CI teacher and in
 # Settings that only one teacher reads: given another value than their default with the other
 # teacher, the configuration is refused (they would be ignored without a word).
 TEACHER_ONLY = {"sci": ("teacher_threshold", "teacher_max", "pretrain_steps", "pretrain_lr", "pretrain_dtype",
-                        "pretrain_batch"),
+                        "pretrain_batch", "pretrain_draw", "pretrain_lr_sampled", "pretrain_decay"),
                 "mp1": ("phase_pretrain",)}
 
 
@@ -63,6 +63,14 @@ class VMCConfig:
     # +1.166 mHa in 27.5 min (was +1.280 in 37.8); H10 at 1.5 A ahead by the clock for 30 min but ending at +3.12
     # where 4,096 rows end at +2.37 in twice the time (benchmarks/RESULTS.md, "Beyond exact diagonalisation")
     pretrain_batch: int = FIT_ROWS
+    # A minibatch fit (a teacher above FIT_WHOLE configurations) draws its cross-entropy rows by |c| ("modulus",
+    # reweighted to the same expected loss; "weight": by |c|^2, where most draws were the heaviest rows) and
+    # lowers its learning rate from pretrain_lr_sampled along a cosine to pretrain_decay times it. On
+    # H2O/6-31G (12,389) the three took the fitted network from +10.53 to +4.09 mHa above the teacher at equal
+    # steps, the draw most of it (+5.65 alone); every row's energy is its modulus' (benchmarks/RESULTS.md)
+    pretrain_draw: Literal["weight", "modulus"] = "modulus"
+    pretrain_lr_sampled: float = 5e-3
+    pretrain_decay: float = 0.05
     selection: Literal["core", "samples"] = "core"  # core: Rayleigh quotient on a selected core + fresh samples
     core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core
     core_max: int = SET_MAX
@@ -121,7 +129,8 @@ def toy_config(steps: int) -> VMCConfig:
 
 def check_run_limits(cfg: VMCConfig) -> None:
     """The rest of VMCConfig's checks: finite numbers, sane ranges, a device torch knows."""
-    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip", "grad_clip_sampled", "pretrain_lr"):
+    for name in ("lr", "lr_final", "sr_shift", "weight_decay", "grad_clip", "grad_clip_sampled", "pretrain_lr",
+                 "pretrain_lr_sampled"):
         if name == "lr_final" and cfg.lr_final is None:
             continue
         if not math.isfinite(getattr(cfg, name)) or getattr(cfg, name) < 0:
@@ -138,6 +147,8 @@ def check_run_limits(cfg: VMCConfig) -> None:
             raise ValueError(f"{name} must be in (0, 1), got {getattr(cfg, name)}")
     if not 0.0 <= cfg.sr_momentum < 1.0:  # at 1 the directions' part outside X's row space can grow without bound
         raise ValueError(f"sr_momentum must be in [0, 1), got {cfg.sr_momentum}")
+    if not 0.0 <= cfg.pretrain_decay <= 1.0:
+        raise ValueError(f"pretrain_decay must be in [0, 1], got {cfg.pretrain_decay}")
     if not 0.0 < cfg.hf_prob < 1.0:
         raise ValueError(f"hf_prob must be in (0, 1), got {cfg.hf_prob}")
     if cfg.selection == "core" and cfg.estimator != "exact":  # the core's steps use the set's Rayleigh quotient

@@ -92,7 +92,7 @@ def fit_to_vector(
     wf, configs: torch.Tensor, coefficients: torch.Tensor, steps: int, lr: float,
     on_step: Callable[[int, float], None] | None = None, comm=None, dtype: torch.dtype | None = None,
     batch: int = FIT_ROWS, seed: int = 0, start: dict | None = None, save: Callable[[dict], None] | None = None,
-    whole: int = FIT_WHOLE,
+    whole: int = FIT_WHOLE, decay: float = 1.0, by_modulus: bool = False,
 ) -> float:
     """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
     on ``configs`` ``(M, n)``, by Adam at learning rate ``lr``; return the final loss (the loss, the
@@ -100,17 +100,22 @@ def fit_to_vector(
     ``on_step(step, loss)`` is called after every step (progress). ``save(state)`` is offered the
     fit's state after every step (a run writes it every ``checkpoint_seconds``); ``start``, such a
     state, continues that fit exactly: the same steps, draws and result as one never stopped.
+    ``decay`` < 1 lowers the learning rate along a cosine from ``lr`` to ``decay * lr`` at the last
+    step of a minibatch fit (a fit of every row keeps ``lr``); ``by_modulus``: :class:`Batches`.
     """
     model = in_dtype(wf, dtype)
     weight2 = coefficients.double().pow(2) / coefficients.double().pow(2).sum()
     sign_weight = coefficients.double().abs() / coefficients.double().abs().sum()
     target = torch.where(coefficients * coefficients[0] >= 0, 0.0, math.pi).double()
-    draw = Batches(weight2, sign_weight, batch, seed) if len(configs) > whole else None
+    draw = Batches(weight2, sign_weight, batch, seed, by_modulus) if len(configs) > whole else None
     terms = None if draw else _full_terms(len(configs), weight2, sign_weight, comm)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    rate = _schedule(lr, decay if draw else 1.0, steps)
     first, value = _restore(start, model, opt, draw) if start else (0, float("nan"))
     for step in range(first, steps):
         rows = next(draw) if draw else terms
+        for group in opt.param_groups:
+            group["lr"] = rate(step)
         if comm is not None and comm.world_size > 1 and draw:
             rows = tuple(comm.share(t) for t in rows)
         loss = _fit_loss(model, configs, target, *rows)
@@ -131,6 +136,11 @@ def fit_to_vector(
             for mine, fitted in zip(wf.parameters(), model.parameters()):
                 mine.copy_(fitted)
     return value
+
+
+def _schedule(lr: float, decay: float, steps: int) -> Callable[[int], float]:
+    """The learning rate of step ``k``: ``lr`` down a half cosine to ``decay * lr`` at the last step."""
+    return lambda k: lr * (decay + (1 - decay) * 0.5 * (1 + math.cos(math.pi * k / max(1, steps - 1))))
 
 
 def _fit_loss(model, configs: torch.Tensor, target: torch.Tensor, rows_p: torch.Tensor, w_p: torch.Tensor,
@@ -161,13 +171,21 @@ def _full_terms(m: int, weight2: torch.Tensor, sign_weight: torch.Tensor, comm) 
 
 class Batches:
     """Endless minibatches: ``batch`` rows drawn by ``weight2`` and ``batch`` by ``sign_weight``, each
-    row weighted ``1 / batch``, from ``generator`` (seeded by ``seed``: the same draws on every rank)."""
+    row weighted ``1 / batch``, from ``generator`` (seeded by ``seed``: the same draws on every rank).
+    With ``by_modulus`` the cross-entropy rows are drawn by ``sign_weight`` too, each weighted
+    ``weight2 / (sign_weight * batch)`` (the same expected loss; fewer draws spent on the heaviest rows)."""
 
-    def __init__(self, weight2: torch.Tensor, sign_weight: torch.Tensor, batch: int, seed: int) -> None:
-        self.weight2, self.sign_weight, self.batch = weight2, sign_weight, batch
+    def __init__(self, weight2: torch.Tensor, sign_weight: torch.Tensor, batch: int, seed: int,
+                 by_modulus: bool = False) -> None:
+        self.weight2, self.sign_weight, self.batch, self.by_modulus = weight2, sign_weight, batch, by_modulus
         self.generator = torch.Generator(device=weight2.device).manual_seed(seed)
         self.each = torch.full((batch,), 1.0 / batch, dtype=torch.float64, device=weight2.device)
 
     def __next__(self) -> tuple:
+        if self.by_modulus:
+            rows = torch.multinomial(self.sign_weight, self.batch, replacement=True, generator=self.generator)
+            ratio = self.weight2[rows] / (self.sign_weight[rows] * self.batch)
+            return (rows, ratio, torch.multinomial(self.sign_weight, self.batch, replacement=True, generator=self.generator),
+                    self.each)
         return (torch.multinomial(self.weight2, self.batch, replacement=True, generator=self.generator), self.each,
                 torch.multinomial(self.sign_weight, self.batch, replacement=True, generator=self.generator), self.each)

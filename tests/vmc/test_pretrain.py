@@ -72,3 +72,47 @@ def test_a_larger_teacher_is_fitted_for_more_steps(monkeypatch):
                            progress=False)
         assert seen[-1] == fit_steps(10, out["n_teacher"], whole)
     assert seen[0] == 10 and seen[1] > 10
+
+
+def test_rows_drawn_by_modulus_estimate_the_same_loss_and_the_rate_falls_to_its_floor():
+    """Batches(by_modulus=True): cross-entropy rows drawn by |c| and reweighted give the loss of every row
+    in expectation (enumerated: the expected weight of each row is its |c|^2); the rate schedule starts at lr
+    and ends at decay * lr, monotone between."""
+    from nnqs.vmc.pretrain import Batches, _schedule
+
+    c = torch.tensor([0.9, -0.3, 0.2, 0.1, -0.05, 0.01], dtype=torch.float64)
+    weight2, sign_weight = c**2 / (c**2).sum(), c.abs() / c.abs().sum()
+    draw = Batches(weight2, sign_weight, batch=4096, seed=3, by_modulus=True)
+    expected = torch.zeros_like(c)
+    for _ in range(50):
+        rows, w, _, _ = next(draw)
+        expected.index_add_(0, rows, w)
+    assert torch.allclose(expected / 50, weight2, rtol=0.05, atol=1e-4)  # 204,800 draws
+    # the heaviest row takes a share |c| / sum|c| of the draws, not |c|^2 (0.58 against 0.86)
+    assert abs(float((rows == 0).double().mean()) - float(sign_weight[0])) < 0.03
+    rate = _schedule(5e-3, 0.05, 100)
+    values = [rate(k) for k in range(100)]
+    assert values[0] == 5e-3 and abs(values[-1] - 2.5e-4) < 1e-12
+    assert all(a >= b for a, b in zip(values, values[1:]))
+    assert _schedule(2e-3, 1.0, 100)(57) == 2e-3
+
+
+def test_a_minibatch_fit_takes_its_own_rate_decay_and_draw(monkeypatch):
+    """A teacher above FIT_WHOLE is fitted at pretrain_lr_sampled with pretrain_decay and pretrain_draw; one
+    of at most FIT_WHOLE (every STO-3G teacher) at pretrain_lr (its schedule and draw are not used)."""
+    import nnqs.vmc.pretrain as pretrain
+    import nnqs.vmc.run as run
+    from nnqs.vmc.config import VMCConfig
+
+    seen = []
+    monkeypatch.setattr(run, "fit_to_vector", lambda *args, **kwargs: seen.append((args[4], kwargs)))
+    ham = build_hamiltonian(get_spec("LiH"))
+    compact = CompactHamiltonian.from_molecular(ham)
+    cfg = VMCConfig(d_model=8, n_layers=1, phase_hidden=8)
+    for whole in (pretrain.FIT_WHOLE, 2):
+        monkeypatch.setattr(run, "FIT_WHOLE", whole)
+        wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=8, n_layers=1, phase_hidden=8)
+        run.pretrain(wf, compact, cfg, progress=False)
+    (lr_whole, kw_whole), (lr_sampled, kw_sampled) = seen
+    assert lr_whole == cfg.pretrain_lr == 2e-3 and lr_sampled == cfg.pretrain_lr_sampled
+    assert kw_sampled["decay"] == cfg.pretrain_decay and kw_sampled["by_modulus"] is (cfg.pretrain_draw == "modulus")
