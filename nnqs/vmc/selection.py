@@ -66,6 +66,12 @@ def external_chunks(ham: CompactHamiltonian, keys: torch.Tensor, coupling: torch
         yield tokens, coupling[start : start + len(tokens)], ham.diagonal(tokens)
 
 
+# Connection entries outside the set held before they are folded into the external set (sorted and summed):
+# each fold sorts the whole external set again, so folding after every chunk of rows (about 2^22 entries)
+# sorted a 52-qubit external set of ~10^8 keys hundreds of times in one re-selection.
+FOLD_ENTRIES = 2**24
+
+
 def rows_per_chunk(ham: CompactHamiltonian) -> int:
     """Configurations whose connections are held at once: about 2^22 connected entries."""
     return max(1, 2**22 // max(1, ham.n_connected))
@@ -127,7 +133,7 @@ def external_space(ham: CompactHamiltonian, configs: torch.Tensor, amplitudes: t
     single = amplitudes.dim() == 1
     amplitudes = amplitudes.unsqueeze(1) if single else amplitudes
     own = unique_keys(pack(configs))[0]
-    keys_all, values_all = [own[:0]], [amplitudes[:0]]
+    keys_all, values_all, pending = [own[:0]], [amplitudes[:0]], 0
     for rows in torch.arange(len(configs), device=configs.device).split(rows_per_chunk(ham)):
         conn = ham.connections(configs[rows])
         owner, k = torch.nonzero(conn.elements, as_tuple=True)
@@ -135,9 +141,10 @@ def external_space(ham: CompactHamiltonian, configs: torch.Tensor, amplitudes: t
         outside = lookup(own, keys) < 0
         keys_all.append(keys[outside])
         values_all.append(conn.elements[owner, k][outside].to(torch.complex128).unsqueeze(1) * amplitudes[rows][owner[outside]])
-        if len(keys_all) > 2:  # fold as we go: the external set, not the connection list, is kept
+        pending += len(keys_all[-1])
+        if pending > FOLD_ENTRIES:  # fold as we go: the external set, not the connection list, is kept
             uniq, summed = _fold(keys_all, values_all)
-            keys_all, values_all = [uniq], [summed]
+            keys_all, values_all, pending = [uniq], [summed], 0
     uniq, summed = _fold(keys_all, values_all)
     return uniq, summed.squeeze(1) if single else summed
 
