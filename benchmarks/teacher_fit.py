@@ -1,14 +1,18 @@
 """The teacher fit's cost and quality against its rows per step and its steps (JSON lines).
 
     python -m benchmarks.teacher_fit [--system H8@1.5] [--fits 4096:1200 1024:1200 1024:2400]
-                                     [--models 32x2x64 64x2x64] [--lr 2e-3] [--threads 1] [--out FILE]
+                                     [--models 32x2x64 64x2x64] [--lr 5e-3] [--decays 0.05 1]
+                                     [--draws modulus weight] [--threads 1] [--out FILE]
     python -m benchmarks.teacher_fit --quick     # H6 at 1.5 A, tiny fits (run by the test suite)
 
 The system is a name of ``benchmarks.accuracy`` (a catalog molecule, ``NAME@R``, or the hydrogen chain
-``Hn@R``) or ``NAME/BASIS[@R]`` (``benchmarks.common.system_spec``: N2/6-31g and N2/cc-pvdz with 1s frozen). Its selected-CI teacher is grown once, as a run grows it (``VMCConfig`` defaults, orbitals
+``Hn@R``) or ``NAME/BASIS[@R]`` (``benchmarks.common.system_spec``: N2/6-31g and N2/cc-pvdz with 1s
+frozen). Its selected-CI teacher is grown once, as a run grows it (``VMCConfig`` defaults, orbitals
 included). Each fit ``ROWS:STEPS`` starts from the same freshly initialised network and takes STEPS Adam
-steps at ``--lr`` (float32 copy, as a run does) on minibatches of ROWS rows drawn from the teacher
-(every row when ROWS is at least the teacher's size). One record per fit: its seconds and final loss, and
+steps from ``--lr`` (float32 copy, as a run does) on minibatches of ROWS rows drawn from the teacher
+(every row when ROWS is at least the teacher's size), once per ``--decays`` (the rate's cosine floor, a
+fraction of ``--lr``) and ``--draws`` (the cross-entropy rows by |c| or by |c|^2); the defaults are a
+run's minibatch fit (``VMCConfig.pretrain_lr_sampled``, ``pretrain_decay``, ``pretrain_draw``). One record per fit: its seconds and final loss, and
 the energy of the fitted network above the teacher's (``e_above_teacher_mha``), by enumeration of the
 whole sector when it holds at most ``ENUMERATE_MAX`` configurations, else on the teacher's set (the
 network's Rayleigh quotient there, as the first VMC step sees it; ``energy_on``). Each fit is repeated for
@@ -146,16 +150,19 @@ def parse_models(items: list[str]) -> list[tuple[int, int, int]]:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     from nnqs.common.config import apply_threads
+    from nnqs.vmc.config import VMCConfig
 
     parser = benchmark_parser("teacher_fit", __doc__, "H6 at 1.5 A, fits of 30 and 60 steps (what the test suite runs)")
     parser.add_argument("--system", default="H8@1.5")
     parser.add_argument("--fits", nargs="+", default=["4096:1200", "1024:1200", "1024:2400"], metavar="ROWS:STEPS")
     parser.add_argument("--models", nargs="+", default=["32x2x64"], metavar="DxLxH",
                         help="networks: d_model x layers x phase-head width (default: the run's 32x2x64)")
-    parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--decays", nargs="+", type=float, default=[1.0], metavar="F",
+    cfg = VMCConfig()
+    parser.add_argument("--lr", type=float, default=cfg.pretrain_lr_sampled,
+                        help="peak learning rate (default: a run's for a minibatch fit)")
+    parser.add_argument("--decays", nargs="+", type=float, default=[cfg.pretrain_decay], metavar="F",
                         help="the fit's learning rate falls along a cosine to F x lr (1: constant)")
-    parser.add_argument("--draws", nargs="+", choices=["weight", "modulus"], default=["weight"],
+    parser.add_argument("--draws", nargs="+", choices=["weight", "modulus"], default=[cfg.pretrain_draw],
                         help="the cross-entropy rows drawn by |c|^2 (weight) or by |c| (modulus, reweighted)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
