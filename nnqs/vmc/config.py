@@ -67,7 +67,8 @@ class VMCConfig:
     # reweighted to the same expected loss; "weight": by |c|^2, where most draws were the heaviest rows) and
     # lowers its learning rate from pretrain_lr_sampled along a cosine to pretrain_decay times it. On
     # H2O/6-31G (12,389) the three took the fitted network from +10.53 to +4.09 mHa above the teacher at equal
-    # steps, the draw most of it (+5.65 alone); every row's energy is its modulus' (benchmarks/RESULTS.md)
+    # steps, the draw most of it (+5.65 alone): what a fit misses is the modulus more than the signs
+    # (benchmarks/RESULTS.md, "What a fit misses")
     pretrain_draw: Literal["weight", "modulus"] = "modulus"
     pretrain_lr_sampled: float = 5e-3
     pretrain_decay: float = 0.05

@@ -113,8 +113,9 @@ def select_core(
         log_psi_fn = log_psi_fn.above(ceiling + floor - FLOOR_MARGIN)
     tokens, scores = [configs], [log_psi.real - ceiling]
     for part, numerator, h_aa in external_chunks(ham, outside, coupling, configs.shape[1], configs.device):
+        # only the candidates that pass are kept
         score_out = comm.unshare(evaluate_chunked(log_psi_fn, comm.share(part), max_batch).real) - ceiling
-        if energy is not None:  # only the candidates that pass are kept
+        if energy is not None:
             first_order = numerator.abs() / (energy - h_aa).abs().clamp_min(1e-12)
             score_out = torch.maximum(score_out, torch.log(first_order / amplitudes.abs().max()))
         passing = score_out >= floor
