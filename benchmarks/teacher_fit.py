@@ -91,9 +91,10 @@ def teacher_for(name: str):
     return ham, compact, selected_ci(compact, start.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
 
 
-def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int,
-            models: list[tuple[int, int, int]] = ((32, 2, 64),), decays: list[float] = (1.0,),
-            draws: list[str] = ("weight",)) -> list[dict]:
+def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int, models: list[tuple[int, int, int]],
+            decays: list[float], draws: list[str]) -> list[dict]:
+    """One record per network of ``models``, fit of ``fits``, rate floor of ``decays`` and draw of ``draws``
+    (``main`` gives a run's minibatch fit as the defaults)."""
     import dataclasses
 
     from nnqs.vmc.config import VMCConfig
