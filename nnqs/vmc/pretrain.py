@@ -92,7 +92,7 @@ def fit_to_vector(
     wf, configs: torch.Tensor, coefficients: torch.Tensor, steps: int, lr: float,
     on_step: Callable[[int, float], None] | None = None, comm=None, dtype: torch.dtype | None = None,
     batch: int = FIT_ROWS, seed: int = 0, start: dict | None = None, save: Callable[[dict], None] | None = None,
-    whole: int = FIT_WHOLE, decay: float = 1.0, by_modulus: bool = False,
+    whole: int = FIT_WHOLE, decay: float = 1.0, by_modulus: bool = False, lr_sampled: float | None = None,
 ) -> float:
     """Supervised fit of modulus *and* sign to a vector ``coefficients`` ``(M,)`` (real, normalised)
     on ``configs`` ``(M, n)``, by Adam at learning rate ``lr``; return the final loss (the loss, the
@@ -100,8 +100,9 @@ def fit_to_vector(
     ``on_step(step, loss)`` is called after every step (progress). ``save(state)`` is offered the
     fit's state after every step (a run writes it every ``checkpoint_seconds``); ``start``, such a
     state, continues that fit exactly: the same steps, draws and result as one never stopped.
-    ``decay`` < 1 lowers the learning rate along a cosine from ``lr`` to ``decay * lr`` at the last
-    step of a minibatch fit (a fit of every row keeps ``lr``); ``by_modulus``: :class:`Batches`.
+    A minibatch fit (more than ``whole`` rows) starts from ``lr_sampled`` where given (else ``lr``) and,
+    with ``decay`` < 1, lowers it along a cosine to ``decay`` times it at the last step; a fit of every
+    row keeps ``lr``. ``by_modulus``: :class:`Batches`. This is the one place that tells the two apart.
     """
     model = in_dtype(wf, dtype)
     weight2 = coefficients.double().pow(2) / coefficients.double().pow(2).sum()
@@ -109,6 +110,8 @@ def fit_to_vector(
     target = torch.where(coefficients * coefficients[0] >= 0, 0.0, math.pi).double()
     draw = Batches(weight2, sign_weight, batch, seed, by_modulus) if len(configs) > whole else None
     terms = None if draw else _full_terms(len(configs), weight2, sign_weight, comm)
+    if draw is not None and lr_sampled is not None:
+        lr = lr_sampled
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     rate = _schedule(lr, decay if draw else 1.0, steps)
     first, value = _restore(start, model, opt, draw) if start else (0, float("nan"))

@@ -40,7 +40,7 @@ from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
 from nnqs.vmc.orbitals import hamiltonian_for
 from nnqs.vmc.vmc_loop import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, vmc_steps, save_state
 from nnqs.vmc.plots import plot_energy
-from nnqs.vmc.pretrain import FIT_WHOLE, fit_steps, fit_to_vector, pretrain_phase
+from nnqs.vmc.pretrain import fit_steps, fit_to_vector, pretrain_phase
 from nnqs.vmc.properties import plot_occupations, run_properties, sampled_properties
 from nnqs.vmc.sci import SelectedCI, selected_ci
 from nnqs.vmc.pretrain_store import FILE as PRETRAIN_FILE, PretrainStore
@@ -269,12 +269,11 @@ def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=N
         print(f"pretraining on a selected-CI vector of {len(sci.configs)} configurations "
               f"(E = {sci.energy:.8f} Ha, {sci.rounds} rounds), {steps} steps", file=sys.stderr, flush=True)
     offer = None if store is None else lambda state: store.offer_fit(state, state["step"] == steps)
-    sampled = len(sci.configs) > FIT_WHOLE  # minibatches (nnqs.vmc.pretrain)
-    fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), steps,
-                  cfg.pretrain_lr_sampled if sampled else cfg.pretrain_lr,
+    fit_to_vector(wf, sci.configs, sci.coefficients.to(wf.device), steps, cfg.pretrain_lr,
                   None if bar is None else lambda step, loss: bar.update(step + 1, f"fit loss {loss:.4f}"), comm,
                   getattr(torch, cfg.pretrain_dtype), batch=cfg.pretrain_batch, seed=cfg.seed, start=saved.get("fit"),
-                  save=offer, decay=cfg.pretrain_decay, by_modulus=cfg.pretrain_draw == "modulus")
+                  save=offer, decay=cfg.pretrain_decay, by_modulus=cfg.pretrain_draw == "modulus",
+                  lr_sampled=cfg.pretrain_lr_sampled)
     return {"configs": sci.configs, "e_teacher_sci": sci.energy, "n_teacher": len(sci.configs),
             "pretrain_s": time.perf_counter() - t0}
 

@@ -98,8 +98,9 @@ def test_rows_drawn_by_modulus_estimate_the_same_loss_and_the_rate_falls_to_its_
 
 
 def test_a_minibatch_fit_takes_its_own_rate_decay_and_draw(monkeypatch):
-    """A teacher above FIT_WHOLE is fitted at pretrain_lr_sampled with pretrain_decay and pretrain_draw; one
-    of at most FIT_WHOLE (every STO-3G teacher) at pretrain_lr (its schedule and draw are not used)."""
+    """run.pretrain hands fit_to_vector both rates, the decay and the draw; fit_to_vector alone decides:
+    a teacher above ``whole`` is fitted from pretrain_lr_sampled down its cosine, one of at most ``whole``
+    (every STO-3G teacher) at pretrain_lr throughout (seen in the rate Adam is given at each step)."""
     import nnqs.vmc.pretrain as pretrain
     import nnqs.vmc.run as run
     from nnqs.vmc.config import VMCConfig
@@ -109,10 +110,24 @@ def test_a_minibatch_fit_takes_its_own_rate_decay_and_draw(monkeypatch):
     ham = build_hamiltonian(get_spec("LiH"))
     compact = CompactHamiltonian.from_molecular(ham)
     cfg = VMCConfig(d_model=8, n_layers=1, phase_hidden=8)
-    for whole in (pretrain.FIT_WHOLE, 2):
-        monkeypatch.setattr(run, "FIT_WHOLE", whole)
-        wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=8, n_layers=1, phase_hidden=8)
-        run.pretrain(wf, compact, cfg, progress=False)
-    (lr_whole, kw_whole), (lr_sampled, kw_sampled) = seen
-    assert lr_whole == cfg.pretrain_lr == 2e-3 and lr_sampled == cfg.pretrain_lr_sampled
-    assert kw_sampled["decay"] == cfg.pretrain_decay and kw_sampled["by_modulus"] is (cfg.pretrain_draw == "modulus")
+    wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=8, n_layers=1, phase_hidden=8)
+    run.pretrain(wf, compact, cfg, progress=False)
+    ((lr, kw),) = seen
+    assert lr == cfg.pretrain_lr == 2e-3 and kw["lr_sampled"] == cfg.pretrain_lr_sampled
+    assert kw["decay"] == cfg.pretrain_decay and kw["by_modulus"] is (cfg.pretrain_draw == "modulus")
+
+    from nnqs.vmc.configurations import all_configurations, in_sector
+
+    configs = all_configurations(ham.n_orbitals)
+    configs = configs[in_sector(configs, ham.n_alpha, ham.n_beta)][:40]
+    vector = torch.linspace(1.0, 0.1, len(configs), dtype=torch.float64)
+    vector = vector / vector.norm()
+    rates = []
+    step = torch.optim.Adam.step
+    monkeypatch.setattr(torch.optim.Adam, "step", lambda self, *a, **k: (rates.append(self.param_groups[0]["lr"]),
+                                                                          step(self, *a, **k))[1])
+    for whole in (len(configs), 4):
+        rates.append(whole)
+        pretrain.fit_to_vector(wf, configs, vector, 5, 2e-3, batch=8, whole=whole, decay=0.1, lr_sampled=5e-3)
+    assert rates[:6] == [len(configs)] + [2e-3] * 5
+    assert rates[6] == 4 and rates[7] == 5e-3 and abs(rates[-1] - 5e-4) < 1e-12
