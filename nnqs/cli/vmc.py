@@ -38,7 +38,7 @@ FLAGS = {
     "teacher_threshold": (float, "--teacher sci only: first-order amplitude that admits a configuration"),
     "teacher_max": (int, "--teacher sci only: most configurations in the selected-CI teacher"),
     "pretrain_steps": (int, "--teacher sci only: Adam steps fitting a teacher vector of up to 4,096 configurations; "
-                            "one of N more takes sqrt(N / 4,096) times as many, at most 3x (0: off)"),
+                            "one of N more takes 2 sqrt(N / 4,096) times as many, at most 6x (0: off)"),
     "pretrain_lr": (float, "--teacher sci only: Adam learning rate of the teacher fit"),
     "pretrain_dtype": (str, "--teacher sci only: precision of the teacher fit, float32 or float64"),
     "pretrain_batch": (int, "--teacher sci only: rows per Adam step of the fit to a teacher of more than 4,096 "

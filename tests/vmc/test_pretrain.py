@@ -52,14 +52,15 @@ def test_a_run_fits_its_teacher_on_minibatches_of_pretrain_batch_rows(monkeypatc
 
 
 def test_a_larger_teacher_is_fitted_for_more_steps(monkeypatch):
-    """fit_steps: the configured steps up to FIT_WHOLE configurations, sqrt(N / FIT_WHOLE) times as many
+    """fit_steps: the configured steps up to FIT_WHOLE configurations, 2 sqrt(N / FIT_WHOLE) times as many
     above, at most FIT_STEPS_GROWTH times; a run hands that count to the fit."""
     import nnqs.vmc.run as run
     from nnqs.vmc.config import VMCConfig
     from nnqs.vmc.pretrain import FIT_STEPS_GROWTH, FIT_WHOLE, fit_steps
 
     assert fit_steps(1200, 660) == fit_steps(1200, FIT_WHOLE) == 1200  # every STO-3G teacher of the table
-    assert fit_steps(1200, 4 * FIT_WHOLE) == 2400 and fit_steps(1200, 34573) == 3486
+    assert fit_steps(1200, 4 * FIT_WHOLE) == 4800 and fit_steps(1200, 34573) == 6973  # H10 at 1.5 A
+    assert fit_steps(1200, 12389) == 4174 and fit_steps(1200, 48138) == 7200  # H2O/6-31G, N2/6-31G
     assert fit_steps(1200, 100 * FIT_WHOLE) == FIT_STEPS_GROWTH * 1200 and fit_steps(0, 10**5) == 0
     seen = []
     monkeypatch.setattr(run, "fit_to_vector", lambda *args, **kwargs: seen.append(args[3]))
