@@ -3,11 +3,15 @@
 ``add_molecule_arguments(parser)`` adds: NAME (catalog name, optional positional),
 ``--geometry``, ``--xyz``, ``--fcidump``, ``--basis``, ``--charge``, ``--spin`` (2S)
 and ``--active ORBITALS ELECTRONS``; ``spec_from_args(args)`` turns them into a
-validated :class:`hamiltonians.MoleculeSpec` or raises InputError.
+validated :class:`hamiltonians.MoleculeSpec` or raises InputError. A run folder records its
+molecule (``save_molecule``, ``molecule.json``) so that ``--resume --out DIR`` needs no molecule
+options (``saved_molecule``).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 from pathlib import Path
 
 from hamiltonians import InputError, MoleculeSpec, catalog_names, get_spec
@@ -51,3 +55,39 @@ def spec_from_args(args: argparse.Namespace) -> MoleculeSpec:
     atom = args.geometry if args.geometry is not None else read_xyz(args.xyz)
     name = Path(args.xyz).stem if args.xyz else None
     return MoleculeSpec(name=name, atom=atom, basis=basis, charge=charge, spin=args.spin or 0, active=active)
+
+
+MOLECULE_FILE = "molecule.json"
+MOLECULE_OPTIONS = ("name", "geometry", "xyz", "fcidump", "basis", "charge", "spin", "active")
+
+
+def molecule_given(args: argparse.Namespace) -> bool:
+    """Whether any molecule option was given."""
+    return any(getattr(args, key) is not None for key in MOLECULE_OPTIONS)
+
+
+def save_molecule(folder: Path, spec: MoleculeSpec) -> None:
+    """Record ``spec`` in the run ``folder`` (atomically; an FCIDUMP by its absolute path)."""
+    from nnqs.common.atomic import atomic_write_text
+
+    fields = dataclasses.asdict(spec)
+    if fields["fcidump"] is not None:
+        fields["fcidump"] = str(Path(fields["fcidump"]).resolve())
+    atomic_write_text(Path(folder) / MOLECULE_FILE, json.dumps(fields, indent=1) + "\n")
+
+
+def saved_molecule(folder: Path) -> MoleculeSpec:
+    """The molecule the run in ``folder`` recorded (:func:`save_molecule`); InputError, naming what to do,
+    when the record is missing or unreadable."""
+    path = Path(folder) / MOLECULE_FILE
+    again = "give the molecule options again with --resume"
+    if not path.is_file():
+        raise InputError(f"{path} is missing: the run does not record its molecule; {again}")
+    try:
+        fields = json.loads(path.read_text())
+        names = {f.name for f in dataclasses.fields(MoleculeSpec)}
+        if not isinstance(fields, dict) or not set(fields) <= names:
+            raise ValueError("unknown fields")
+        return MoleculeSpec(**fields)
+    except (ValueError, TypeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path} is unreadable ({str(exc)[:80]}); {again}") from None

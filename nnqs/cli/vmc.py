@@ -11,7 +11,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from nnqs.cli.molecule_args import add_molecule_arguments, spec_from_args
+from hamiltonians import InputError
+from nnqs.cli.molecule_args import add_molecule_arguments, molecule_given, save_molecule, saved_molecule, spec_from_args
 from nnqs.cli.run_options import add_run_arguments, run_mode, signals_for
 from nnqs.common.config import build_config
 from nnqs.vmc.config import VMCConfig
@@ -101,7 +102,12 @@ def vmc_command(args: argparse.Namespace) -> int:
 
     overrides = {k: getattr(args, k) for k in FLAGS}
     cfg = build_config(VMCConfig, args.config, overrides)
-    spec = spec_from_args(args)
+    if args.resume and not molecule_given(args):  # the run folder names its molecule
+        if args.out is None:
+            raise InputError("--resume without molecule options needs --out, the run's folder")
+        spec = saved_molecule(Path(args.out))
+    else:
+        spec = spec_from_args(args)
     out = args.out or f"runs/{(spec.name or 'system').replace('/', '_')}"
     comm = from_environment(cfg.device)  # one process unless launched by torchrun
     try:
@@ -126,6 +132,8 @@ def _run_in(folder, spec, cfg: VMCConfig, args: argparse.Namespace, overrides: d
     from nnqs.vmc.run import run_molecule
 
     given = given_keys(args.config, overrides)
+    if comm.is_root and not args.resume:  # what --resume alone reads back
+        save_molecule(folder.path, spec)
     if comm.device != cfg.device:  # cuda:LOCAL_RANK under torchrun
         cfg, given = replace(cfg, device=comm.device), given | {"device"}
     return run_molecule(spec, cfg, folder, resume=args.resume, exact=not args.no_exact, comm=comm, stop=stop,

@@ -185,3 +185,31 @@ def test_a_diverged_run_ends_in_one_line_with_its_files_kept(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "final energy is not finite" in err, err
     assert (out / "checkpoint.pt").is_file() and (out / "history.csv").is_file()
+
+
+def test_resume_alone_reads_the_molecule_the_run_folder_recorded(tmp_path, capsys):
+    """A run records its molecule (molecule.json); `--resume --out DIR` then needs no molecule options and
+    continues the same system (the checkpoint's integrals agree). A missing or corrupt record, or --resume
+    with neither molecule nor --out, ends in one line that says what to give."""
+    out = tmp_path / "h2"
+    args = ["vmc", "--geometry", "H 0 0 0; H 0 0 0.8", "--basis", "sto-3g", "--steps", "3", "--d-model", "8",
+            "--n-layers", "1", "--final-samples", "1000", "--no-exact", "--no-progress", "--out", str(out), "--json"]
+    assert main(args) == 0
+    recorded = json.loads((out / "molecule.json").read_text())
+    assert recorded["atom"] == "H 0 0 0; H 0 0 0.8" and recorded["basis"] == "sto-3g"
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main(["vmc", "--resume", "--steps", "5", "--out", str(out), "--no-progress", "--json"]) == 0
+    resumed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert resumed["system"] == first["system"] and resumed["steps"] == 5
+    steps = [line.split(",")[0] for line in (out / "history.csv").read_text().strip().splitlines()[1:]]
+    assert steps == [str(i) for i in range(5)]
+
+    for damage, words in ((lambda p: p.write_text("{not json"), "is unreadable"),
+                          (lambda p: p.unlink(), "is missing")):
+        damage(out / "molecule.json")
+        assert main(["vmc", "--resume", "--steps", "6", "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and words in err and "give the molecule options again" in err, err
+    assert main(["vmc", "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "needs --out" in err, err
