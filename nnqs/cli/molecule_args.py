@@ -79,8 +79,12 @@ def save_molecule(folder: Path, spec: MoleculeSpec) -> None:
 def saved_molecule(folder: Path) -> MoleculeSpec:
     """The molecule the run in ``folder`` recorded (:func:`save_molecule`); InputError, naming what to do,
     when the record is missing or unreadable."""
+    from nnqs.common.runfolder import RUN_FILES
+
     path = Path(folder) / MOLECULE_FILE
     again = "give the molecule options again with --resume"
+    if not any((Path(folder) / name).is_file() for name in RUN_FILES):
+        raise InputError(f"no run in {folder} to resume (none of {', '.join(RUN_FILES)})")
     if not path.is_file():
         raise InputError(f"{path} is missing: the run does not record its molecule; {again}")
     try:

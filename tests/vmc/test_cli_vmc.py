@@ -213,3 +213,6 @@ def test_resume_alone_reads_the_molecule_the_run_folder_recorded(tmp_path, capsy
     assert main(["vmc", "--resume"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "needs --out" in err, err
+    assert main(["vmc", "--resume", "--out", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no run in" in err, err
