@@ -168,7 +168,9 @@ def _solve_blocks(
 ) -> torch.Tensor:
     """``X^T (X X^T + lam)^-1 e`` for each block ``(X, e, columns)``, written into the ``columns``
     of one ``(n_params,)`` direction; lam relative to the mean diagonal of all blocks' X X^T.
-    The Gram matrices are float64 (BLAS ``dsyrk`` on the CPU) and solved directly.
+    On one process each block's system is solved by :func:`gram_solve` (float32 Gram matrix preconditioning
+    float64 conjugate gradients from ``MIXED_ROWS`` rows on); over several ranks the Gram matrices are
+    float64 and solved directly.
 
     Over several ranks (each holding its rows of X and e): rank r receives every rank's rows of
     its share of X's columns (``exchange_columns``), forms their Gram matrix, and the sum over
@@ -193,11 +195,11 @@ def _solve_blocks(
     lam = shift * diagonal.mean().clamp(min=1e-12) + 1e-12
     direction = torch.zeros(n_params, dtype=torch.float64, device=device)
     for b, (x, e, columns) in enumerate(blocks):  # one Gram matrix held at a time
-        t = reduce(self_gram(x))
-        t.diagonal().add_(lam)
         if alone:
-            solution = torch.linalg.solve(t, e)
+            solution = gram_solve(x, e, lam)
         else:
+            t = reduce(self_gram(x))
+            t.diagonal().add_(lam)
             mine = b % comm.world_size == comm.rank
             solution = comm.all_reduce_sum(torch.linalg.solve(t, e) if mine else torch.zeros_like(e))
         part = x.T @ solution if alone else comm.all_gather_rows(x.T @ solution)
@@ -220,6 +222,82 @@ def self_gram(x: torch.Tensor) -> torch.Tensor:
 
     upper = torch.from_numpy(dsyrk(1.0, x.numpy().T, trans=1)).triu()  # x.T is Fortran-ordered: no copy
     return upper + upper.triu(1).T
+
+
+# The (U, U) solve (X X^T + lam) s = e of a step, on one process. Below MIXED_ROWS rows, or off the CPU, the
+# float64 Gram matrix is formed and solved directly (:func:`direct_solve`, the slow twin). From MIXED_ROWS rows
+# on, the Gram matrix is formed in float32 (BLAS ``ssyrk``: half the seconds of ``dsyrk``, which takes about
+# 90% of the solve at 2,048 rows) and only preconditions conjugate gradients on the float64 operator
+# v -> X (X^T v) + lam v, two float64 products with X per iteration (:func:`gram_solve`). Its rounding over
+# P columns moves the Gram matrix by about +-6 lam at the default shift (H10 at 1.5 A, 2,085 x 32,973), so it
+# is shifted by PRECONDITIONER_SHIFT lam (doubled until its Cholesky factor exists); CG then reaches the
+# relative residual CG_TOLERANCE in about 11 iterations (benchmarks/RESULTS.md, "A float32 Gram matrix").
+MIXED_ROWS = 512
+PRECONDITIONER_SHIFT = 4.0
+CG_TOLERANCE = 1e-7
+CG_MAX_ITERATIONS = 100
+
+
+def direct_solve(x: torch.Tensor, e: torch.Tensor, lam: float) -> torch.Tensor:
+    """``(X X^T + lam)^-1 e`` ``(U,)`` for ``x`` ``(U, P)`` float64: the Gram matrix in float64, solved directly."""
+    t = self_gram(x)
+    t.diagonal().add_(lam)
+    return torch.linalg.solve(t, e)
+
+
+def gram_solve(x: torch.Tensor, e: torch.Tensor, lam: float) -> torch.Tensor:
+    """``(X X^T + lam)^-1 e`` ``(U,)`` for ``x`` ``(U, P)`` float64: from ``MIXED_ROWS`` rows on the CPU, conjugate
+    gradients on the float64 operator preconditioned by the Cholesky factor of the float32 Gram matrix (see
+    ``MIXED_ROWS``); :func:`direct_solve` elsewhere, and where the factor or CG fails (never silently worse)."""
+    if x.device.type != "cpu" or x.dtype != torch.float64 or x.requires_grad or len(x) < MIXED_ROWS or x.shape[1] == 0:
+        return direct_solve(x, e, lam)
+    factor = _float32_factor(x, lam)
+    solution = None if factor is None else _preconditioned_cg(x, e, lam, factor)
+    return direct_solve(x, e, lam) if solution is None else solution
+
+
+def _float32_factor(x: torch.Tensor, lam: float) -> torch.Tensor | None:
+    """The lower Cholesky factor ``(U, U)`` float64 of ``X X^T`` formed in float32 plus ``a lam``, ``a`` from
+    ``PRECONDITIONER_SHIFT`` doubled up to 8 times until the factor exists; None if it never does."""
+    from scipy.linalg.blas import ssyrk
+
+    upper = torch.from_numpy(ssyrk(1.0, x.float().numpy().T, trans=1)).double().triu_()
+    gram = upper + upper.triu(1).T
+    shift = PRECONDITIONER_SHIFT * lam
+    for _ in range(4):
+        factor, info = torch.linalg.cholesky_ex(gram + shift * torch.eye(len(gram), dtype=gram.dtype))
+        if int(info) == 0:
+            return factor
+        shift *= 2
+    return None
+
+
+def _preconditioned_cg(x: torch.Tensor, e: torch.Tensor, lam: float, factor: torch.Tensor) -> torch.Tensor | None:
+    """Preconditioned conjugate gradients for ``(X X^T + lam) s = e`` from ``s = M^-1 e``, ``M = factor
+    factor^T``; ``s`` once the residual is below ``CG_TOLERANCE |e|``, None if ``CG_MAX_ITERATIONS`` do not get there."""
+    def apply(v: torch.Tensor) -> torch.Tensor:
+        return x @ (x.T @ v) + lam * v
+
+    def precondition(v: torch.Tensor) -> torch.Tensor:
+        return torch.cholesky_solve(v.unsqueeze(1), factor).squeeze(1)
+
+    target = CG_TOLERANCE * float(torch.linalg.vector_norm(e))
+    s = precondition(e)
+    r = e - apply(s)
+    z = precondition(r)
+    p = z.clone()
+    rz = r @ z
+    for _ in range(CG_MAX_ITERATIONS):
+        if float(torch.linalg.vector_norm(r)) <= target:
+            return s
+        ap = apply(p)
+        alpha = rz / (p @ ap)
+        s.add_(alpha * p)
+        r.sub_(alpha * ap)
+        z = precondition(r)
+        rz, previous = r @ z, rz
+        p = z + (rz / previous) * p
+    return s if float(torch.linalg.vector_norm(r)) <= target else None
 
 
 # The exact minSR step costs O(U^2 P) in the working set's size U (on one core: 21 s at 4,096 rows, 67 s at

@@ -90,10 +90,12 @@ def parameter_space_system(jac, e_loc, w, energy, shift):
     return (o.conj().T @ o).real, (o.conj().T @ (w.sqrt() * (e_loc - energy))).real, lam
 
 
-def test_direction_equals_the_dense_parameter_space_solve():
+def test_direction_equals_the_dense_parameter_space_solve(monkeypatch):
     """On a metric whose singular values fall over eight decades, at the default shift and a
-    tenth of it: the U x U solve gives the P x P solve's direction to float64 accuracy."""
+    tenth of it: the U x U solve in float64 gives the P x P solve's direction to float64 accuracy."""
     from nnqs.vmc.sr import SR_SHIFT
+
+    monkeypatch.setattr("nnqs.vmc.sr.MIXED_ROWS", 10**9)  # the float64 direct solve
 
     jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=4)
     for shift in (SR_SHIFT, SR_SHIFT / 10):
@@ -103,9 +105,10 @@ def test_direction_equals_the_dense_parameter_space_solve():
         assert float((direction - dense).abs().max()) <= 1e-8 * float(dense.abs().max())
 
 
-def test_spring_direction_equals_the_dense_regularised_least_squares():
+def test_spring_direction_equals_the_dense_regularised_least_squares(monkeypatch):
     """SPRING: d = argmin |X d - e|^2 + lam |d - mu d_prev|^2, i.e. (X^T X + lam) d = X^T e + lam mu d_prev,
     solved in parameter space; momentum 0 is the plain direction."""
+    monkeypatch.setattr("nnqs.vmc.sr.MIXED_ROWS", 10**9)  # the float64 direct solve
     jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=5)
     shift, mu = 1e-4, 0.9
     s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
@@ -117,3 +120,43 @@ def test_spring_direction_equals_the_dense_regularised_least_squares():
     plain = sr_direction(copy_split(jac), e_loc, w, energy, shift, previous=previous, momentum=0.0)
     assert torch.equal(plain, sr_direction(copy_split(jac), e_loc, w, energy, shift))
     assert float((spring - plain).abs().max()) > 1e-3 * scale  # the momentum is there
+
+
+def test_float32_preconditioned_solve_gives_the_dense_direction(monkeypatch):
+    """From MIXED_ROWS rows the system is solved by CG on the float64 operator, preconditioned by the float32
+    Gram matrix: on the eight-decade metric, at the default shift and a tenth of it, with SPRING momentum,
+    the direction of the P x P solve to 1e-6 of its largest entry, and the float64 direct solve is not called."""
+    import nnqs.vmc.sr as sr
+
+    def refuse(*args):
+        raise AssertionError("the float64 direct solve was called")
+
+    monkeypatch.setattr(sr, "direct_solve", refuse)
+    jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=4)
+    assert len(w) >= sr.MIXED_ROWS
+    previous = torch.randn(240 + 80, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    for shift, mu in ((sr.SR_SHIFT, 0.0), (sr.SR_SHIFT / 10, 0.0), (1e-4, 0.9)):
+        s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
+        dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force + lam * mu * previous)
+        direction = sr_direction(copy_split(jac), e_loc, w, energy, shift, previous=previous, momentum=mu)
+        assert float((direction - dense).abs().max()) <= 1e-6 * float(dense.abs().max())
+
+
+@pytest.mark.parametrize("failure", ["no factor", "no convergence"])
+def test_float32_solve_falls_back_to_the_direct_one(monkeypatch, failure):
+    """Where the float32 Gram matrix has no Cholesky factor at any shift tried, or CG does not reach its
+    tolerance, the system is solved by the float64 direct solve: the same bits as that solve."""
+    import nnqs.vmc.sr as sr
+
+    jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=4)
+    x = sr.SplitJacobian(jac.real, jac.real_columns, jac.imag, jac.imag_columns).real * w.sqrt().unsqueeze(1)
+    e = w.sqrt() * (e_loc.real - energy)
+    lam = 1e-5 * float(x.square().sum(1).mean())
+    expected = sr.direct_solve(x, e, lam)
+    if failure == "no factor":
+        monkeypatch.setattr(sr, "PRECONDITIONER_SHIFT", -1e6)  # every shifted Gram matrix indefinite
+    else:
+        monkeypatch.setattr(sr, "CG_MAX_ITERATIONS", 1)
+    assert torch.equal(sr.gram_solve(x, e, lam), expected)
+    monkeypatch.undo()
+    assert not torch.equal(sr.gram_solve(x, e, lam), expected)  # the float32 path runs when nothing fails
