@@ -14,10 +14,14 @@ them. Times are medians by torch.utils.benchmark's ``blocked_autorange``
 (``min_run_time`` seconds of calls after a warm-up call).
 
 ``--run DIR``: the model and core of a saved core-mode run (its ``checkpoint.pt``; the molecule
-named again by ``--molecule``/``--basis``), the step's system as the run builds it (weights
-|psi|^2 on the core, its Rayleigh-quotient local energies, the split Jacobian): the time of the
-Jacobian and the median of ``--repeats`` solves (float64 Gram matrices, direct solve), at
-``--shift`` (default: the run default).
+named again by ``--molecule``/``--basis``, or ``--geometry``), the step's system as the run builds it
+(weights |psi|^2 on the core, its Rayleigh-quotient local energies; above ``VMCConfig.sr_exact_max``
+configurations the step's subsample of ``VMCConfig.sr_rows`` rows; the split Jacobian of the float32
+pass network): the time of the Jacobian and the median of ``--repeats`` directions, solved both ways
+in the same process: the float64 Gram matrix solved directly (``seconds_solve_float64``) and the
+float32 Gram matrix preconditioning float64 CG (``seconds_solve_mixed``, the default from
+``nnqs.vmc.sr.MIXED_ROWS`` rows), with the largest difference of the two directions relative to
+the largest entry, at ``--shift`` (default: the run default).
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import os
 import torch
 
 from benchmarks.common import benchmark_parser, emit, software, timed
-from hamiltonians import build_hamiltonian, get_spec
+from hamiltonians import MoleculeSpec, build_hamiltonian, get_spec
 from nnqs.vmc.run import make_wavefunction
 from nnqs.vmc.sr import SR_SHIFT, per_sample_jacobian, sr_direction
 from nnqs.vmc.config import VMCConfig
@@ -61,44 +65,70 @@ def run_one(molecule: str, u: int, min_run_time: float, threads: int) -> dict:
     }  # fmt: skip
 
 
-def run_saved(run_dir: str, molecule: str, basis: str, repeats: int, threads: int, shift: float) -> dict:
+def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float) -> dict:
     import statistics
     import time
 
+    import nnqs.vmc.sr as sr
     from nnqs.common.allocator import reuse_freed_memory
     from nnqs.common.checkpoint import load_checkpoint
     from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
-    from nnqs.vmc.selection import set_weights
-    from nnqs.vmc.sr import SplitJacobian, split_jacobian
-    from nnqs.vmc.estimates import energy_and_loss
+    from nnqs.vmc.draws import pass_network
+    from nnqs.vmc.selection import CoreHamiltonian, set_weights, unique_union
     from nnqs.vmc.wavefunction import TransformerWavefunction
 
     reuse_freed_memory()  # as the command line does: no page faults on each call's buffers
     data = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"), "vmc")
     wf = TransformerWavefunction(**data["model_config"])
     wf.load_state_dict(data["model"])
-    ham = CompactHamiltonian.from_molecular(build_hamiltonian(get_spec(molecule, basis=basis)), wf.device)
-    configs = data["extras"]["core"]
+    ham = CompactHamiltonian.from_molecular(build_hamiltonian(spec), wf.device)
+    cfg = VMCConfig()
+    configs = unique_union(data["extras"]["core"])
+    net = pass_network(wf, cfg, len(configs))
     with torch.no_grad():
-        log_psi = wf.log_psi(configs)
-        weights = set_weights(log_psi)
-        est, _ = energy_and_loss(wf, ham, configs, weights, "sample-space", known_log_psi=log_psi)
+        log_psi = net.log_psi(configs, chunk_size=cfg.max_batch).to(torch.complex128)
+    local = CoreHamiltonian(ham, configs).local_energies(ham, configs, log_psi)
+    weights = set_weights(log_psi)
+    energy = float((weights * local.real).sum())
+    if cfg.subsampled(len(configs)):  # the step's rows (nnqs.vmc.step.sr_rows)
+        sample = sr.subsample_rows(weights, cfg.sr_rows, torch.Generator().manual_seed(1))
+        configs, local, weights = configs[sample.index], local[sample.index], sample.weights
     start = time.perf_counter()
-    jacobian = split_jacobian(wf, configs)
+    jacobian = sr.split_jacobian(net, configs)
     t_jacobian = time.perf_counter() - start
-    times = []
-    for _ in range(repeats):  # sr_direction centres its Jacobian in place: a fresh copy per call
-        copy = SplitJacobian(jacobian.real.clone(), jacobian.real_columns, jacobian.imag.clone(), jacobian.imag_columns)
-        start = time.perf_counter()
-        sr_direction(copy, est.local_energies, est.weights, est.energy, shift)
-        times.append(time.perf_counter() - start)
-        del copy
+    times, directions = {}, {}
+    for name, mixed_rows in (("float64", 10**12), ("mixed", sr.MIXED_ROWS)):
+        default, sr.MIXED_ROWS = sr.MIXED_ROWS, mixed_rows
+        seconds = []
+        for _ in range(repeats):  # sr_direction centres its Jacobian in place: a fresh copy per call
+            copy = sr.SplitJacobian(jacobian.real.clone(), jacobian.real_columns, jacobian.imag.clone(),
+                                    jacobian.imag_columns)
+            start = time.perf_counter()
+            directions[name] = sr.sr_direction(copy, local, weights, energy, shift)
+            seconds.append(time.perf_counter() - start)
+            del copy
+        sr.MIXED_ROWS = default
+        times[name] = statistics.median(seconds)
+    scale = float(directions["float64"].abs().max())
     return {
-        "benchmark": "sr_solve_run", "run": run_dir, "molecule": molecule, "basis": basis, "shift": shift,
-        "unique": len(configs), "parameters": sum(p.numel() for p in wf.parameters()),
-        "seconds_solve": round(statistics.median(times), 3), "seconds_jacobian": round(t_jacobian, 3),
-        "repeats": repeats, "timer": "median of time.perf_counter calls", "threads": threads, **software(),
+        "benchmark": "sr_solve_run", "run": run_dir, "system": spec.name, "basis": spec.basis, "shift": shift,
+        "core": len(data["extras"]["core"]), "rows": len(configs), "parameters": sum(p.numel() for p in wf.parameters()),
+        "seconds_solve_float64": round(times["float64"], 3), "seconds_solve_mixed": round(times["mixed"], 3),
+        "speedup": round(times["float64"] / times["mixed"], 3),
+        "max_difference_relative": float((directions["mixed"] - directions["float64"]).abs().max()) / scale,
+        "seconds_jacobian": round(t_jacobian, 3), "repeats": repeats, "timer": "median of time.perf_counter calls",
+        "threads": threads, **software(),
     }  # fmt: skip
+
+
+def run_orbitals(run_dir: str, spec):
+    """``spec`` in the orbitals the run at ``run_dir`` worked in (its ``result.json``; canonical without one)."""
+    import dataclasses
+    import json
+
+    result = os.path.join(run_dir, "result.json")
+    chosen = json.load(open(result)).get("orbitals", "canonical") if os.path.exists(result) else "canonical"
+    return dataclasses.replace(spec, orbitals=chosen)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,11 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shift", type=float, default=SR_SHIFT, help="with --run: the SR shift")
     parser.add_argument("--molecule", default="N2", help="with --run: the run's molecule")
     parser.add_argument("--basis", default="sto-3g", help="with --run: the run's basis")
+    parser.add_argument("--geometry", default=None, help="with --run: the run's geometry (instead of --molecule)")
     parser.add_argument("--repeats", type=int, default=3, help="with --run: solves timed")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.run is not None:
-        emit(run_saved(args.run, args.molecule, args.basis, args.repeats, args.threads, args.shift), args.out)
+        spec = (MoleculeSpec(name="geometry", atom=args.geometry, basis=args.basis) if args.geometry
+                else get_spec(args.molecule, basis=args.basis))
+        emit(run_saved(args.run, run_orbitals(args.run, spec), args.repeats, args.threads, args.shift), args.out)
         return 0
     size = QUICK if args.quick else FULL
     for u in size["sizes"]:

@@ -13,8 +13,9 @@ default optimiser (minSR on the whole set up to ``VMCConfig.sr_exact_max`` rows,
 split into its parts (the set's local energies from H held on the core, whose build is timed apart
 as ``t_core_hamiltonian``, and grown from a core holding nine tenths of it as
 ``t_core_hamiltonian_grown``, the way a run rebuilds it once per re-selection), the re-selection itself
-(``t_reselect``, first-order rule), the step with both amortised over ``core_every`` steps
-(``t_step_with_reselection``), seconds per configuration, and the process's peak resident memory so far;
+(``t_reselect``, first-order rule), the step with both amortised over the steps between re-selections
+of such a core in a run with the defaults (``reselection_every``, ``t_step_with_reselection``), seconds
+per configuration, and the process's peak resident memory so far;
 for the sizes of ``--exact`` also the exact minSR step (every row) timed in the
 same run (``sr_exact_max = U``). The last record fits the exponent p of ``t_step ~ U^p`` over the default
 steps above ``sr_exact_max`` (the subsampled regime; over all sizes when fewer than two are above it).
@@ -36,7 +37,7 @@ from nnqs.vmc.vmc_loop import new_state
 from nnqs.vmc.run import make_wavefunction
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
-from nnqs.vmc.selection import CoreHamiltonian, select_core, set_weights, unique_union
+from nnqs.vmc.selection import CoreHamiltonian, reselection_every, select_core, set_weights, unique_union
 from nnqs.vmc.config import VMCConfig
 from nnqs.vmc.step import vmc_step
 
@@ -57,7 +58,7 @@ def time_steps(wf, ham, cfg: VMCConfig, core: torch.Tensor, repeats: int) -> dic
     the model is reset after each step so that every step sees the same state."""
     initial = {k: v.clone() for k, v in wf.state_dict().items()}
     t0 = time.perf_counter()
-    core_ham = CoreHamiltonian(ham, core)  # built once per core (every core_every steps in a run)
+    core_ham = CoreHamiltonian(ham, core)  # built once per core (once per re-selection in a run)
     t_build = time.perf_counter() - t0
     kept = CoreHamiltonian(ham, core[: int(0.9 * len(core))])
     t0 = time.perf_counter()
@@ -71,6 +72,7 @@ def time_steps(wf, ham, cfg: VMCConfig, core: torch.Tensor, repeats: int) -> dic
     energy = float((set_weights(log_psi) * core_ham.local_energies(ham, working, log_psi).real).sum())
     select_core(ranker, ham, working, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch, energy)
     t_reselect = time.perf_counter() - t0
+    every = defaults_every(len(core), ham.n_connected)
     parts = []
     for i in range(repeats + 1):
         state = new_state(wf, cfg)
@@ -81,12 +83,14 @@ def time_steps(wf, ham, cfg: VMCConfig, core: torch.Tensor, repeats: int) -> dic
     t = [statistics.median(p[k] for p in parts) for k in range(3)]
     return {"t_sample": t[0], "t_local": t[1], "t_grad": t[2], "t_step": sum(t), "unique": parts[0][3],
             "t_core_hamiltonian": t_build, "t_core_hamiltonian_grown": t_grow, "t_reselect": t_reselect,
-            "t_step_with_reselection": sum(t) + (t_grow + t_reselect) / cfg_every(cfg)}
+            "reselection_every": every, "t_step_with_reselection": sum(t) + (t_grow + t_reselect) / every}
 
 
-def cfg_every(cfg: VMCConfig) -> int:
-    """Steps between re-selections in a run with the defaults (this benchmark times none inside its steps)."""
-    return VMCConfig().core_every
+def defaults_every(core_rows: int, n_connected: int) -> int:
+    """Steps between re-selections of such a core in a run with the defaults (this benchmark times none
+    inside its steps)."""
+    defaults = VMCConfig()
+    return reselection_every(defaults.core_every, defaults.core_entries, core_rows, n_connected)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ import torch
 
 from nnqs.vmc.local_energy import CONNECTED_DTYPE
 from nnqs.vmc.pretrain import FIT_ROWS
+from nnqs.vmc.selection import CORE_ENTRIES
 from nnqs.vmc.sr import SR_EXACT_MAX, SR_MOMENTUM, SR_ROWS, SR_SHIFT
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
@@ -75,7 +76,11 @@ class VMCConfig:
     selection: Literal["core", "samples"] = "core"  # core: Rayleigh quotient on a selected core + fresh samples
     core_threshold: float = 1e-4  # |psi(x)| / max |psi| that keeps x (or a connected x') in the core
     core_max: int = SET_MAX
-    core_every: int = 5  # steps between re-selections of the core
+    core_every: int = 5  # fewest steps between re-selections of the core (more where one costs more: core_entries)
+    # connection entries (core size x connections per configuration) a re-selection may enumerate per step
+    # between re-selections, so that it takes about as long as the steps between (nnqs.vmc.step.reselection_every);
+    # 0: every core_every steps
+    core_entries: int = CORE_ENTRIES
     core_samples: int = 512  # most unique fresh samples joined to the core each step
     dtype: Literal["float32", "float64"] = "float64"
     # the network's passes over a working set above sr_exact_max (the set's log psi, the SR rows' Jacobian):
@@ -140,7 +145,7 @@ def check_run_limits(cfg: VMCConfig) -> None:
                             ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
                             ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53),
                             ("checkpoint_seconds", 0, 10**9), ("teacher_max", 1, 2**24), ("pretrain_steps", 0, 10**6), ("pretrain_batch", 1, 2**24),
-                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_samples", 1, 2**24), ("sr_rows", 1, 2**24), ("sr_exact_max", 0, 2**24)):
+                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_entries", 0, 2**62), ("core_samples", 1, 2**24), ("sr_rows", 1, 2**24), ("sr_exact_max", 0, 2**24)):
         if not low <= getattr(cfg, name) <= high:
             raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
     for name in ("teacher_threshold", "core_threshold"):

@@ -77,6 +77,25 @@ def rows_per_chunk(ham: CompactHamiltonian) -> int:
     return max(1, 2**22 // max(1, ham.n_connected))
 
 
+# How often the core is re-selected. A re-selection enumerates every connection of the set (the external
+# space) and ranks the distinct ones, so its cost grows with core size x connections per configuration: about
+# 0.2 microseconds per entry on one core here (H2O/6-31G 17M entries 3 s, H10 at 1.5 A 22M 5.4 s, N2/6-31G
+# at 1.1 A 114M 29 s, at 2.2 A 277M 52 s), while a step above sr_exact_max costs about the same at any size
+# (5 to 8 s, the Gram matrix of sr_rows rows). Every core_every steps, at 32 qubits the re-selections took
+# 46-54% of the VMC time. They are spaced so that one enumerates at most CORE_ENTRIES entries per step
+# between (about as many seconds as those steps), at most CORE_EVERY_GROWTH times core_every apart.
+CORE_ENTRIES = 2**25
+CORE_EVERY_GROWTH = 4
+
+
+def reselection_every(core_every: int, core_entries: int, core_rows: int, n_connected: int) -> int:
+    """Steps between re-selections of a core of ``core_rows`` configurations with ``n_connected`` connections
+    each: ``core_every``, or more where the entries exceed ``core_entries`` per step (0: ``core_every``)."""
+    if core_entries <= 0:
+        return core_every
+    return min(CORE_EVERY_GROWTH * core_every, max(core_every, -(-core_rows * n_connected // core_entries)))
+
+
 @dataclass
 class Selection:
     """The re-selected core ``configs`` ``(M, n)`` and what the selection saw."""

@@ -14,7 +14,7 @@ from nnqs.vmc.draws import working_set
 from nnqs.vmc.estimates import ONE_PROCESS, EnergyEstimate, energy_and_loss, sampling_ratio
 from nnqs.vmc.optimizers import momentum_factor
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
-from nnqs.vmc.selection import CoreHamiltonian, select_core
+from nnqs.vmc.selection import CoreHamiltonian, reselection_every, select_core
 from nnqs.vmc.sr import per_sample_jacobian, split_jacobian, sr_direction, subsample_rows
 
 
@@ -47,7 +47,7 @@ def vmc_step(
     core: torch.Tensor | None = None, core_ham: CoreHamiltonian | None = None,
 ) -> StepResult:
     """Sample (joined to the ``core`` in core mode), estimate, back-propagate, clip, update; in core
-    mode re-select the core every ``cfg.core_every`` steps (``result.core``); return what was measured.
+    mode re-select the core every :func:`~nnqs.vmc.selection.reselection_every` steps (``result.core``); return what was measured.
     ``core_ham``: H on ``core`` (:class:`~nnqs.vmc.selection.CoreHamiltonian`; one process), from which
     the set's local energies are taken instead of enumerating every row's connections."""
     t0 = time.perf_counter()
@@ -78,7 +78,7 @@ def vmc_step(
         for p in wf.parameters():  # the direction applied (after clipping): the next step's momentum
             opt.state[p]["sr_previous"] = p.grad.detach().clone()
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
-    if log_psi is not None and step % cfg.core_every == cfg.core_every - 1:
+    if log_psi is not None and reselects(step, cfg, len(core), ham.n_connected):
         ranker = TreeLogPsi(net, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
         new_core = select_core(ranker, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
                                est.energy, comm).configs
@@ -91,6 +91,13 @@ def vmc_step(
         step, est.energy, est.variance, stderr, drawn, len(configs), lr, grad_norm,
         t1 - t0, t2 - t1, t3 - t2, est.n_unique_connected, core=new_core,
     )
+
+
+def reselects(step: int, cfg: VMCConfig, core_rows: int, n_connected: int) -> bool:
+    """Whether step ``step`` re-selects a core of ``core_rows`` configurations with ``n_connected`` connections
+    each: the last step of every :func:`~nnqs.vmc.selection.reselection_every` steps."""
+    every = reselection_every(cfg.core_every, cfg.core_entries, core_rows, n_connected)
+    return step % every == every - 1
 
 
 def sr_rows(

@@ -380,3 +380,36 @@ def test_the_external_space_screened_in_chunks_gives_the_same_core_pt2_and_teach
     # numerators are summed in another order)
     assert torch.equal(unique_union(chunked[2].configs), unique_union(whole[2].configs))
     assert chunked[2].energy == pytest.approx(whole[2].energy, abs=1e-12)
+
+
+def test_reselection_every_grows_with_the_entries_of_the_core_within_its_bounds():
+    from nnqs.vmc.selection import CORE_EVERY_GROWTH, reselection_every
+
+    assert reselection_every(5, 2**25, 3000, 609) == 5  # N2/STO-3G: 1.8M entries
+    assert reselection_every(5, 2**25, 65536, 4235) == 9  # N2/6-31G's core at its cap: 277M entries
+    assert reselection_every(5, 1000, 2000, 1) == 5  # 2 steps' worth of entries: core_every still
+    assert reselection_every(5, 1000, 7001, 1) == 8  # ceil(7.001)
+    assert reselection_every(5, 1, 10**6, 100) == CORE_EVERY_GROWTH * 5
+    assert reselection_every(5, 0, 10**6, 100) == 5  # 0: every core_every steps
+    assert reselection_every(1, 10, 15, 1) == 2
+
+
+@pytest.mark.parametrize("core_entries, expected", [(0, [1, 3, 5, 7, 9, 11]), (1, [7])])
+def test_a_run_re_selects_its_core_at_the_steps_the_rule_gives(system, core_entries, expected):
+    """Twelve core-mode steps: with core_entries 0 the core is re-selected every core_every (2) steps;
+    with 1 entry per step, CORE_EVERY_GROWTH (4) times as far apart, at the last step of each 8."""
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.vmc_loop import new_state, one_vmc_step
+
+    ham, basis, _ = system
+    cfg = VMCConfig(steps=12, core_every=2, core_entries=core_entries, core_samples=8, threads=1, d_model=8,
+                    n_layers=1, phase_hidden=8)
+    wf = spread_model(1)
+    state = new_state(wf, cfg)
+    state.core = unique_union(subset(basis, 20, 0))
+    reselected = []
+    for step in range(12):
+        state.step = step
+        if one_vmc_step(state, ham, cfg).core is not None:
+            reselected.append(step)
+    assert reselected == expected
