@@ -1,7 +1,7 @@
 """The SR direction: one 2U x 2U solve vs the modulus and phase blocks solved apart.
 
 ``python -m benchmarks.sr_solve [--quick] [--out FILE] [--threads T]``
-``python -m benchmarks.sr_solve --run DIR --molecule H2O --basis 6-31g [--repeats 3]``
+``python -m benchmarks.sr_solve --run DIR (--molecule H2O | --geometry "...") [--basis 6-31g] [--repeats 3]``
 
 For the complex wavefunction of a catalog molecule (``ansatz="complex"``; N2 STO-3G: 20 qubits,
 32,973 parameters) and U configurations drawn from it, times

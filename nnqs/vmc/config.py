@@ -78,7 +78,7 @@ class VMCConfig:
     core_max: int = SET_MAX
     core_every: int = 5  # fewest steps between re-selections of the core (more where one costs more: core_entries)
     # connection entries (core size x connections per configuration) a re-selection may enumerate per step
-    # between re-selections, so that it takes about as long as the steps between (nnqs.vmc.step.reselection_every);
+    # between re-selections, so that it takes about as long as the steps between (nnqs.vmc.selection.reselection_every);
     # 0: every core_every steps
     core_entries: int = CORE_ENTRIES
     core_samples: int = 512  # most unique fresh samples joined to the core each step

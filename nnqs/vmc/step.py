@@ -47,7 +47,8 @@ def vmc_step(
     core: torch.Tensor | None = None, core_ham: CoreHamiltonian | None = None,
 ) -> StepResult:
     """Sample (joined to the ``core`` in core mode), estimate, back-propagate, clip, update; in core
-    mode re-select the core every :func:`~nnqs.vmc.selection.reselection_every` steps (``result.core``); return what was measured.
+    mode re-select the core every :func:`~nnqs.vmc.selection.reselection_every` steps (``result.core``);
+    return what was measured.
     ``core_ham``: H on ``core`` (:class:`~nnqs.vmc.selection.CoreHamiltonian`; one process), from which
     the set's local energies are taken instead of enumerating every row's connections."""
     t0 = time.perf_counter()
