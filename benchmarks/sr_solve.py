@@ -17,7 +17,7 @@ them. Times are medians by torch.utils.benchmark's ``blocked_autorange``
 named again by ``--molecule``/``--basis``, or ``--geometry``), the step's system as the run builds it
 (weights |psi|^2 on the core, its Rayleigh-quotient local energies; above ``VMCConfig.sr_exact_max``
 configurations the step's subsample of ``VMCConfig.sr_rows`` rows; the split Jacobian of the float32
-pass network): the time of the Jacobian and the median of ``--repeats`` directions, solved both ways
+pass network; ``--rows``: subsamples of these expected sizes instead): the time of the Jacobian and the median of ``--repeats`` directions, solved both ways
 in the same process: the float64 Gram matrix solved directly (``seconds_solve_float64``) and the
 float32 Gram matrix preconditioning float64 CG (``seconds_solve_mixed``, the default from
 ``nnqs.vmc.sr.MIXED_ROWS`` rows), with the largest difference of the two directions relative to
@@ -65,7 +65,7 @@ def run_one(molecule: str, u: int, min_run_time: float, threads: int) -> dict:
     }  # fmt: skip
 
 
-def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float) -> dict:
+def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float, rows: int | None = None) -> dict:
     import statistics
     import time
 
@@ -90,8 +90,8 @@ def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float) -> d
     local = CoreHamiltonian(ham, configs).local_energies(ham, configs, log_psi)
     weights = set_weights(log_psi)
     energy = float((weights * local.real).sum())
-    if cfg.subsampled(len(configs)):  # the step's rows (nnqs.vmc.step.sr_rows)
-        sample = sr.subsample_rows(weights, cfg.sr_rows, torch.Generator().manual_seed(1))
+    if rows is not None or cfg.subsampled(len(configs)):  # the step's rows (nnqs.vmc.step.sr_rows), or ``rows``
+        sample = sr.subsample_rows(weights, rows or cfg.sr_rows, torch.Generator().manual_seed(1))
         configs, local, weights = configs[sample.index], local[sample.index], sample.weights
     start = time.perf_counter()
     jacobian = sr.split_jacobian(net, configs)
@@ -140,12 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--basis", default="sto-3g", help="with --run: the run's basis")
     parser.add_argument("--geometry", default=None, help="with --run: the run's geometry (instead of --molecule)")
     parser.add_argument("--repeats", type=int, default=3, help="with --run: solves timed")
+    parser.add_argument("--rows", type=int, nargs="+", default=None,
+                        help="with --run: subsamples of these expected sizes instead of the step's rows")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.run is not None:
         spec = (MoleculeSpec(name="geometry", atom=args.geometry, basis=args.basis) if args.geometry
                 else get_spec(args.molecule, basis=args.basis))
-        emit(run_saved(args.run, run_orbitals(args.run, spec), args.repeats, args.threads, args.shift), args.out)
+        for rows in args.rows or [None]:
+            emit(run_saved(args.run, run_orbitals(args.run, spec), args.repeats, args.threads, args.shift, rows), args.out)
         return 0
     size = QUICK if args.quick else FULL
     for u in size["sizes"]:

@@ -231,9 +231,11 @@ def self_gram(x: torch.Tensor) -> torch.Tensor:
 # v -> X (X^T v) + lam v, two float64 products with X per iteration (:func:`gram_solve`). Its rounding over
 # P columns moves the Gram matrix by about +-6 lam at the default shift (H10 at 1.5 A, 2,085 x 32,973), so it
 # is shifted by PRECONDITIONER_SHIFT lam (doubled until its Cholesky factor exists); CG then reaches the
-# relative residual CG_TOLERANCE in about 11 iterations: the solve 1.17-1.19x as fast, the direction within 1e-7
-# (benchmarks/RESULTS.md, "Step cost against the working set").
-MIXED_ROWS = 512
+# relative residual CG_TOLERANCE in about 11 iterations, the direction within 1e-7 of the direct solve's. The
+# iterations cost O(U P) and the Gram matrix saves O(U^2 P): on H10's rows the solve is 0.98x as fast at 985
+# rows, 1.33x at 1,500, 1.2x at 2,010 and 1.66x at 3,048 (benchmarks/RESULTS.md, "Step cost against the
+# working set"), so the float64 solve is kept below 1,024.
+MIXED_ROWS = 1024
 PRECONDITIONER_SHIFT = 4.0
 CG_TOLERANCE = 1e-7
 CG_MAX_ITERATIONS = 100

@@ -123,7 +123,7 @@ def test_spring_direction_equals_the_dense_regularised_least_squares(monkeypatch
 
 
 def test_float32_preconditioned_solve_gives_the_dense_direction(monkeypatch):
-    """From MIXED_ROWS rows the system is solved by CG on the float64 operator, preconditioned by the float32
+    """From MIXED_ROWS rows (here 512) the system is solved by CG on the float64 operator, preconditioned by the float32
     Gram matrix: on the eight-decade metric, at the default shift and a tenth of it, with SPRING momentum,
     the direction of the P x P solve to 1e-6 of its largest entry, and the float64 direct solve is not called."""
     import nnqs.vmc.sr as sr
@@ -132,8 +132,8 @@ def test_float32_preconditioned_solve_gives_the_dense_direction(monkeypatch):
         raise AssertionError("the float64 direct solve was called")
 
     monkeypatch.setattr(sr, "direct_solve", refuse)
+    monkeypatch.setattr(sr, "MIXED_ROWS", 512)
     jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=4)
-    assert len(w) >= sr.MIXED_ROWS
     previous = torch.randn(240 + 80, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     for shift, mu in ((sr.SR_SHIFT, 0.0), (sr.SR_SHIFT / 10, 0.0), (1e-4, 0.9)):
         s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
@@ -148,6 +148,7 @@ def test_float32_solve_falls_back_to_the_direct_one(monkeypatch, failure):
     tolerance, the system is solved by the float64 direct solve: the same bits as that solve."""
     import nnqs.vmc.sr as sr
 
+    monkeypatch.setattr(sr, "MIXED_ROWS", 512)
     jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=4)
     x = sr.SplitJacobian(jac.real, jac.real_columns, jac.imag, jac.imag_columns).real * w.sqrt().unsqueeze(1)
     e = w.sqrt() * (e_loc.real - energy)
@@ -159,4 +160,14 @@ def test_float32_solve_falls_back_to_the_direct_one(monkeypatch, failure):
         monkeypatch.setattr(sr, "CG_MAX_ITERATIONS", 1)
     assert torch.equal(sr.gram_solve(x, e, lam), expected)
     monkeypatch.undo()
+    monkeypatch.setattr(sr, "MIXED_ROWS", 512)
     assert not torch.equal(sr.gram_solve(x, e, lam), expected)  # the float32 path runs when nothing fails
+
+
+def test_below_mixed_rows_the_solve_is_the_direct_one():
+    import nnqs.vmc.sr as sr
+
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(sr.MIXED_ROWS - 1, 40, generator=g, dtype=torch.float64)
+    e = torch.randn(len(x), generator=g, dtype=torch.float64)
+    assert torch.equal(sr.gram_solve(x, e, 1e-3), sr.direct_solve(x, e, 1e-3))
