@@ -44,13 +44,14 @@ class StepResult:
 
 def vmc_step(
     wf, ham, opt, sched, cfg: VMCConfig, step: int, n_samples: int, generator, comm: Communicator = ONE_PROCESS,
-    core: torch.Tensor | None = None, core_ham: CoreHamiltonian | None = None,
+    core: torch.Tensor | None = None, core_ham: CoreHamiltonian | None = None, core_steps: int | None = None,
 ) -> StepResult:
     """Sample (joined to the ``core`` in core mode), estimate, back-propagate, clip, update; in core
     mode re-select the core every :func:`~nnqs.vmc.selection.reselection_every` steps (``result.core``);
     return what was measured.
     ``core_ham``: H on ``core`` (:class:`~nnqs.vmc.selection.CoreHamiltonian`; one process), from which
-    the set's local energies are taken instead of enumerating every row's connections."""
+    the set's local energies are taken instead of enumerating every row's connections. ``core_steps``: the
+    steps already taken on ``core`` (None: counted from step 0, as if the core were re-selected on schedule)."""
     t0 = time.perf_counter()
     configs, weights, log_psi, drawn, net = working_set(wf, cfg, n_samples, generator, core, comm)
     estimator = cfg.estimator if cfg.selection == "samples" else "sample-space"  # core: the set's Rayleigh quotient
@@ -79,7 +80,7 @@ def vmc_step(
         for p in wf.parameters():  # the direction applied (after clipping): the next step's momentum
             opt.state[p]["sr_previous"] = p.grad.detach().clone()
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
-    if log_psi is not None and reselects(step, cfg, len(core), ham.n_connected):
+    if log_psi is not None and reselects(step if core_steps is None else core_steps, cfg, len(core), ham.n_connected):
         ranker = TreeLogPsi(net, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
         new_core = select_core(ranker, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
                                est.energy, comm).configs
@@ -94,11 +95,13 @@ def vmc_step(
     )
 
 
-def reselects(step: int, cfg: VMCConfig, core_rows: int, n_connected: int) -> bool:
-    """Whether step ``step`` re-selects a core of ``core_rows`` configurations with ``n_connected`` connections
-    each: the last step of every :func:`~nnqs.vmc.selection.reselection_every` steps."""
+def reselects(core_steps: int, cfg: VMCConfig, core_rows: int, n_connected: int) -> bool:
+    """Whether a step taken after ``core_steps`` steps on a core of ``core_rows`` configurations with
+    ``n_connected`` connections each re-selects it: the last step of every
+    :func:`~nnqs.vmc.selection.reselection_every` steps (at once where the rule has come down below the
+    steps taken; counted from the last re-selection, so a rule that grows does not re-select early)."""
     every = reselection_every(cfg.core_every, cfg.core_entries, core_rows, n_connected)
-    return step % every == every - 1
+    return core_steps % every == every - 1 if core_steps < every else True
 
 
 def sr_rows(

@@ -42,6 +42,7 @@ class RunState(LoopState):
 
     n_samples: int
     core: torch.Tensor | None = None  # selection "core": the core configurations (M, n)
+    core_steps: int = 0  # steps taken on the core since its last re-selection
     core_ham: CoreHamiltonian | None = None  # H on the core, rebuilt when the core changes (not checkpointed)
     comm: Communicator = field(default_factory=SingleProcess)  # the ranks sharing the run (not checkpointed)
 
@@ -51,12 +52,16 @@ class RunState(LoopState):
         return self.model
 
     def counters(self) -> dict:
-        return {"n_samples": self.n_samples} if self.core is None else {"n_samples": self.n_samples, "core": self.core}
+        if self.core is None:
+            return {"n_samples": self.n_samples}
+        return {"n_samples": self.n_samples, "core": self.core, "core_steps": self.core_steps}
 
     def set_counters(self, counters: dict) -> None:
         self.n_samples = int(counters["n_samples"])
         if "core" in counters:
             self.core = counters["core"].to(self.model.device)
+            # a checkpoint from before the count: the steps since the last multiple of 5 (the cadence then)
+            self.core_steps = int(counters.get("core_steps", self.step % 5))
 
 
 def new_state(wf, cfg: VMCConfig, comm: Communicator | None = None) -> RunState:
@@ -81,14 +86,16 @@ def one_vmc_step(state: RunState, ham, cfg: VMCConfig) -> StepResult:
         state.core_ham = CoreHamiltonian(ham, state.core, previous=state.core_ham)  # grown from the last core's
     t_build = time.perf_counter() - t_build
     result = vmc_step(state.wf, ham, state.opt, state.sched, cfg, state.step, state.n_samples, state.generator,
-                      state.comm, state.core, state.core_ham)
+                      state.comm, state.core, state.core_ham, state.core_steps)
     result.t_local += t_build  # building H on a new core is part of the local energies' cost
     if cfg.selection == "samples":
         state.n_samples = adapt_samples(result.n_samples, result.n_unique, cfg)
     else:  # the count that gave at most core_samples unique samples: no redraws next step
         state.n_samples = result.n_samples
     if result.core is not None:
-        state.core = result.core
+        state.core, state.core_steps = result.core, 0
+    elif state.core is not None:
+        state.core_steps += 1
     return result
 
 

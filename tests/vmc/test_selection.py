@@ -413,3 +413,16 @@ def test_a_run_re_selects_its_core_at_the_steps_the_rule_gives(system, core_entr
         if one_vmc_step(state, ham, cfg).core is not None:
             reselected.append(step)
     assert reselected == expected
+
+
+def test_reselects_counts_from_the_last_re_selection():
+    """The step after ``every - 1`` steps on a core re-selects it; where the rule grows (the core grew) the
+    count goes on from the last re-selection instead of the step number (whose multiples would re-select
+    early); where it shrank below the steps taken, at once."""
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.step import reselects
+
+    cfg = VMCConfig(core_every=5, core_entries=100)
+    assert [k for k in range(5) if reselects(k, cfg, 1, 100)] == [4]  # every 5: after 4 steps on the core
+    assert not reselects(7, cfg, 9, 100) and reselects(8, cfg, 9, 100)  # every 9
+    assert reselects(6, cfg, 5, 100)  # every 5 now, 6 steps taken: at once
