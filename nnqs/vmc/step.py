@@ -80,7 +80,8 @@ def vmc_step(
         for p in wf.parameters():  # the direction applied (after clipping): the next step's momentum
             opt.state[p]["sr_previous"] = p.grad.detach().clone()
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
-    if log_psi is not None and reselects(step if core_steps is None else core_steps, cfg, len(core), ham.n_connected):
+    core_rows = 0 if core is None else len(core)  # core mode may start from fresh samples alone
+    if log_psi is not None and reselects(step if core_steps is None else core_steps, cfg, core_rows, ham.n_connected):
         ranker = TreeLogPsi(net, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
         new_core = select_core(ranker, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
                                est.energy, comm).configs

@@ -42,7 +42,7 @@ class RunState(LoopState):
 
     n_samples: int
     core: torch.Tensor | None = None  # selection "core": the core configurations (M, n)
-    core_steps: int = 0  # steps taken on the core since its last re-selection
+    core_steps: int = 0  # core mode: steps taken since the core's last re-selection (or the start)
     core_ham: CoreHamiltonian | None = None  # H on the core, rebuilt when the core changes (not checkpointed)
     comm: Communicator = field(default_factory=SingleProcess)  # the ranks sharing the run (not checkpointed)
 
@@ -52,16 +52,15 @@ class RunState(LoopState):
         return self.model
 
     def counters(self) -> dict:
-        if self.core is None:
-            return {"n_samples": self.n_samples}
-        return {"n_samples": self.n_samples, "core": self.core, "core_steps": self.core_steps}
+        counters = {"n_samples": self.n_samples, "core_steps": self.core_steps}
+        return counters if self.core is None else {**counters, "core": self.core}
 
     def set_counters(self, counters: dict) -> None:
         self.n_samples = int(counters["n_samples"])
+        # a checkpoint from before the count: the steps since the last multiple of 5 (the cadence then)
+        self.core_steps = int(counters.get("core_steps", self.step % 5))
         if "core" in counters:
             self.core = counters["core"].to(self.model.device)
-            # a checkpoint from before the count: the steps since the last multiple of 5 (the cadence then)
-            self.core_steps = int(counters.get("core_steps", self.step % 5))
 
 
 def new_state(wf, cfg: VMCConfig, comm: Communicator | None = None) -> RunState:
@@ -94,7 +93,7 @@ def one_vmc_step(state: RunState, ham, cfg: VMCConfig) -> StepResult:
         state.n_samples = result.n_samples
     if result.core is not None:
         state.core, state.core_steps = result.core, 0
-    elif state.core is not None:
+    else:
         state.core_steps += 1
     return result
 

@@ -394,10 +394,12 @@ def test_reselection_every_grows_with_the_entries_of_the_core_within_its_bounds(
     assert reselection_every(1, 10, 15, 1) == 2
 
 
-@pytest.mark.parametrize("core_entries, expected", [(0, [1, 3, 5, 7, 9, 11]), (1, [7])])
-def test_a_run_re_selects_its_core_at_the_steps_the_rule_gives(system, core_entries, expected):
+@pytest.mark.parametrize("core_entries, start, expected", [(0, 20, [1, 3, 5, 7, 9, 11]), (1, 20, [7]),
+                                                            (0, 0, [1, 3, 5, 7, 9, 11])])
+def test_a_run_re_selects_its_core_at_the_steps_the_rule_gives(system, core_entries, start, expected):
     """Twelve core-mode steps: with core_entries 0 the core is re-selected every core_every (2) steps;
-    with 1 entry per step, CORE_EVERY_GROWTH (4) times as far apart, at the last step of each 8."""
+    with 1 entry per step, CORE_EVERY_GROWTH (4) times as far apart, at the last step of each 8; a run that
+    starts with no core (start 0: fresh samples alone) re-selects on the same schedule."""
     from nnqs.vmc.config import VMCConfig
     from nnqs.vmc.vmc_loop import new_state, one_vmc_step
 
@@ -406,7 +408,7 @@ def test_a_run_re_selects_its_core_at_the_steps_the_rule_gives(system, core_entr
                     n_layers=1, phase_hidden=8)
     wf = spread_model(1)
     state = new_state(wf, cfg)
-    state.core = unique_union(subset(basis, 20, 0))
+    state.core = unique_union(subset(basis, start, 0)) if start else None
     reselected = []
     for step in range(12):
         state.step = step
