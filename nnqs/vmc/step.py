@@ -81,7 +81,9 @@ def vmc_step(
             opt.state[p]["sr_previous"] = p.grad.detach().clone()
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
     core_rows = 0 if core is None else len(core)  # core mode may start from fresh samples alone
-    if log_psi is not None and reselects(step if core_steps is None else core_steps, cfg, core_rows, ham.n_connected):
+    if log_psi is not None and core_steps is None:  # not counted by the caller: on schedule from step 0
+        core_steps = step % reselection_every(cfg.core_every, cfg.core_entries, core_rows, ham.n_connected)
+    if log_psi is not None and reselects(core_steps, cfg, core_rows, ham.n_connected):
         ranker = TreeLogPsi(net, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
         new_core = select_core(ranker, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
                                est.energy, comm).configs
@@ -101,8 +103,7 @@ def reselects(core_steps: int, cfg: VMCConfig, core_rows: int, n_connected: int)
     ``n_connected`` connections each re-selects it: the last step of every
     :func:`~nnqs.vmc.selection.reselection_every` steps (at once where the rule has come down below the
     steps taken; counted from the last re-selection, so a rule that grows does not re-select early)."""
-    every = reselection_every(cfg.core_every, cfg.core_entries, core_rows, n_connected)
-    return core_steps % every == every - 1 if core_steps < every else True
+    return core_steps >= reselection_every(cfg.core_every, cfg.core_entries, core_rows, n_connected) - 1
 
 
 def sr_rows(

@@ -428,3 +428,21 @@ def test_reselects_counts_from_the_last_re_selection():
     assert [k for k in range(5) if reselects(k, cfg, 1, 100)] == [4]  # every 5: after 4 steps on the core
     assert not reselects(7, cfg, 9, 100) and reselects(8, cfg, 9, 100)  # every 9
     assert reselects(6, cfg, 5, 100)  # every 5 now, 6 steps taken: at once
+
+
+def test_a_step_not_counted_by_its_caller_re_selects_on_the_step_number(system):
+    """``vmc_step`` without ``core_steps`` (a benchmark's lone steps): the core is re-selected on the steps
+    whose number is one short of a multiple of the rule's interval, never on every step past the first."""
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.step import vmc_step
+    from nnqs.vmc.vmc_loop import new_state
+
+    ham, basis, _ = system
+    cfg = VMCConfig(steps=8, core_every=3, core_entries=0, core_samples=8, threads=1, d_model=8, n_layers=1,
+                    phase_hidden=8)
+    wf = spread_model(2)
+    state = new_state(wf, cfg)
+    core = unique_union(subset(basis, 20, 1))
+    reselected = [k for k in range(8)
+                  if vmc_step(wf, ham, state.opt, state.sched, cfg, k, 64, state.generator, core=core).core is not None]
+    assert reselected == [2, 5]
