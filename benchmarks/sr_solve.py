@@ -104,7 +104,7 @@ def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float, rows
             copy = sr.SplitJacobian(jacobian.real.clone(), jacobian.real_columns, jacobian.imag.clone(),
                                     jacobian.imag_columns)
             start = time.perf_counter()
-            directions[name] = sr.sr_direction(copy, local, weights, energy, shift)
+            directions[name] = sr.sr_direction(copy, local, weights, energy, shift, mixed=True)
             seconds.append(time.perf_counter() - start)
             del copy
         sr.MIXED_ROWS = default

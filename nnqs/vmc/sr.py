@@ -120,7 +120,7 @@ def _part_jacobian(wf: nn.Module, configs: torch.Tensor, part: str, names: list[
 def sr_direction(
     jacobian: torch.Tensor | SplitJacobian, local_energies: torch.Tensor, weights: torch.Tensor, energy: float,
     shift: float = SR_SHIFT, comm=None, split: bool = True, previous: torch.Tensor | None = None,
-    momentum: float = 0.0,
+    momentum: float = 0.0, mixed: bool = False,
 ) -> torch.Tensor:
     """Natural-gradient direction ``(P,)`` float64 (see module docstring).
 
@@ -136,7 +136,8 @@ def sr_direction(
     two U x U blocks are formed and solved apart: the same direction for a quarter of the
     matrix product (``split=False`` forces the single 2U x 2U solve, for comparison).
     ``previous`` ``(P,)`` with ``momentum`` mu: the SPRING direction (module docstring), the
-    same on every rank.
+    same on every rank. ``mixed``: solve by :func:`gram_solve` (a subsampled step's rows) instead of
+    :func:`direct_solve`.
     """
     reduce = (lambda t: t) if comm is None else comm.all_reduce_sum
     sw = weights.sqrt().unsqueeze(1)
@@ -159,18 +160,19 @@ def sr_direction(
         else:  # only the columns each part moves
             blocks = [(centred(jacobian.real[:, used[0]]), eps.real, used[0]),
                       (centred(jacobian.imag[:, used[1]]), eps.imag, used[1])]  # fmt: skip
-    return _solve_blocks(blocks, shift, comm, n_params, weights.device, previous if momentum else None, momentum)
+    return _solve_blocks(blocks, shift, comm, n_params, weights.device, previous if momentum else None, momentum,
+                         mixed)
 
 
 def _solve_blocks(
     blocks: list, shift: float, comm, n_params: int, device, previous: torch.Tensor | None = None,
-    momentum: float = 0.0,
+    momentum: float = 0.0, mixed: bool = False,
 ) -> torch.Tensor:
     """``X^T (X X^T + lam)^-1 e`` for each block ``(X, e, columns)``, written into the ``columns``
     of one ``(n_params,)`` direction; lam relative to the mean diagonal of all blocks' X X^T.
-    On one process each block's system is solved by :func:`gram_solve` (float32 Gram matrix preconditioning
-    float64 conjugate gradients from ``MIXED_ROWS`` rows on); over several ranks the Gram matrices are
-    float64 and solved directly.
+    On one process each block's system is solved by :func:`gram_solve` where ``mixed`` (float32 Gram matrix
+    preconditioning float64 conjugate gradients from ``MIXED_ROWS`` rows on), else by :func:`direct_solve`;
+    over several ranks the Gram matrices are float64 and solved directly.
 
     Over several ranks (each holding its rows of X and e): rank r receives every rank's rows of
     its share of X's columns (``exchange_columns``), forms their Gram matrix, and the sum over
@@ -196,7 +198,7 @@ def _solve_blocks(
     direction = torch.zeros(n_params, dtype=torch.float64, device=device)
     for b, (x, e, columns) in enumerate(blocks):  # one Gram matrix held at a time
         if alone:
-            solution = gram_solve(x, e, lam)
+            solution = gram_solve(x, e, lam) if mixed else direct_solve(x, e, lam)
         else:
             t = reduce(self_gram(x))
             t.diagonal().add_(lam)
@@ -234,7 +236,9 @@ def self_gram(x: torch.Tensor) -> torch.Tensor:
 # relative residual CG_TOLERANCE in about 11 iterations, the direction within 1e-7 of the direct solve's. The
 # iterations cost O(U P) and the Gram matrix saves O(U^2 P): on H10's rows the solve is 0.98x as fast at 985
 # rows, 1.33x at 1,500, 1.2x at 2,010 and 1.66x at 3,048 (benchmarks/RESULTS.md, "Step cost against the
-# working set"), so the float64 solve is kept below 1,024.
+# working set"), so the float64 solve is kept below 1,024. It is taken on subsampled steps only: on the exact
+# minSR steps of C2 (every row of sets of 1,024 to 2,318) the SR part of a step took 4.3 s against about 2 s
+# with the float64 solve.
 MIXED_ROWS = 1024
 PRECONDITIONER_SHIFT = 4.0
 CG_TOLERANCE = 1e-7

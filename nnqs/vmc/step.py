@@ -70,7 +70,8 @@ def vmc_step(
         if momentum and all("sr_previous" in opt.state[p] for p in wf.parameters()):
             previous = torch.cat([opt.state[p]["sr_previous"].reshape(-1).double() for p in wf.parameters()])
         rows, local, weights = sr_rows(configs, est, cfg, step, comm)
-        set_sr_gradient(wf, rows, local, weights, est.energy, cfg.sr_shift, comm, previous, momentum, net)
+        set_sr_gradient(wf, rows, local, weights, est.energy, cfg.sr_shift, comm, previous, momentum, net,
+                        mixed=cfg.subsampled(len(configs)))
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())
@@ -125,17 +126,19 @@ def sr_rows(
 def set_sr_gradient(
     wf, configs: torch.Tensor, local_energies: torch.Tensor, weights: torch.Tensor, energy: float, shift: float,
     comm: Communicator = ONE_PROCESS, previous: torch.Tensor | None = None, momentum: float = 0.0, net=None,
+    mixed: bool = False,
 ) -> None:
     """Write the natural-gradient direction into the parameters' ``.grad``; ``configs`` ``(K, n)``,
     ``local_energies`` ``(K,)`` and ``weights`` ``(K,)``: this rank's share of the rows (:func:`sr_rows`),
     ``energy``: the working set's (Hartree). ``net``: the network whose Jacobian is taken (a float32
-    copy of ``wf``, :func:`nnqs.vmc.draws.pass_network`; default ``wf``); the blocks are float64."""
+    copy of ``wf``, :func:`nnqs.vmc.draws.pass_network`; default ``wf``); the blocks are float64. ``mixed``:
+    the mixed-precision solve (:func:`nnqs.vmc.sr.gram_solve`; the subsampled steps)."""
     net = wf if net is None else net
     jacobian = split_jacobian(net, configs)  # two real blocks when modulus and phase share no parameter
     if jacobian is None:
         jacobian = per_sample_jacobian(net, configs)
     direction = sr_direction(jacobian, local_energies, weights, energy, shift, comm,
-                             previous=previous, momentum=momentum)
+                             previous=previous, momentum=momentum, mixed=mixed)
     offset = 0
     for p in wf.parameters():
         p.grad = direction[offset : offset + p.numel()].view_as(p).to(p.dtype)

@@ -138,7 +138,7 @@ def test_float32_preconditioned_solve_gives_the_dense_direction(monkeypatch):
     for shift, mu in ((sr.SR_SHIFT, 0.0), (sr.SR_SHIFT / 10, 0.0), (1e-4, 0.9)):
         s, force, lam = parameter_space_system(jac, e_loc, w, energy, shift)
         dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force + lam * mu * previous)
-        direction = sr_direction(copy_split(jac), e_loc, w, energy, shift, previous=previous, momentum=mu)
+        direction = sr_direction(copy_split(jac), e_loc, w, energy, shift, previous=previous, momentum=mu, mixed=True)
         assert float((direction - dense).abs().max()) <= 1e-6 * float(dense.abs().max())
 
 
@@ -171,3 +171,16 @@ def test_below_mixed_rows_the_solve_is_the_direct_one():
     x = torch.randn(sr.MIXED_ROWS - 1, 40, generator=g, dtype=torch.float64)
     e = torch.randn(len(x), generator=g, dtype=torch.float64)
     assert torch.equal(sr.gram_solve(x, e, 1e-3), sr.direct_solve(x, e, 1e-3))
+
+
+def test_the_direct_solve_unless_mixed_is_asked(monkeypatch):
+    """``sr_direction`` solves by the float64 direct solve unless ``mixed`` (a step's subsampled rows)."""
+    import nnqs.vmc.sr as sr
+
+    def refuse(*args):
+        raise AssertionError("the mixed solve was called")
+
+    monkeypatch.setattr(sr, "gram_solve", refuse)
+    monkeypatch.setattr(sr, "MIXED_ROWS", 512)
+    jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=4)
+    sr_direction(copy_split(jac), e_loc, w, energy)
