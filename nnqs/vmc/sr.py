@@ -236,9 +236,9 @@ def self_gram(x: torch.Tensor) -> torch.Tensor:
 # relative residual CG_TOLERANCE in about 11 iterations, the direction within 1e-7 of the direct solve's. The
 # iterations cost O(U P) and the Gram matrix saves O(U^2 P): on H10's rows the solve is 0.98x as fast at 985
 # rows, 1.33x at 1,500, 1.2x at 2,010 and 1.66x at 3,048 (benchmarks/RESULTS.md, "Step cost against the
-# working set"), so the float64 solve is kept below 1,024. It is taken on subsampled steps only: on the exact
-# minSR steps of C2 (every row of sets of 1,024 to 2,318) the SR part of a step took 4.3 s against about 2 s
-# with the float64 solve.
+# working set"), so the float64 solve is kept below 1,024. It is taken on subsampled steps only, where it was
+# measured to pay: on the exact minSR steps of C2 (every row of sets of 1,024 to 2,318) it was not shown to
+# (the SR part of its first 19 steps 3.4 s a step with it, 4.2 s without, each run with other jobs beside it).
 MIXED_ROWS = 1024
 PRECONDITIONER_SHIFT = 4.0
 CG_TOLERANCE = 1e-7
