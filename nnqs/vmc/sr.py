@@ -238,7 +238,7 @@ def self_gram(x: torch.Tensor) -> torch.Tensor:
 # rows, 1.33x at 1,500, 1.2x at 2,010 and 1.66x at 3,048 (benchmarks/RESULTS.md, "Step cost against the
 # working set"), so the float64 solve is kept below 1,024. It is taken on subsampled steps only, where it was
 # measured to pay: on the exact minSR steps of C2 (every row of sets of 1,024 to 2,318) it was not shown to
-# cleanly (the SR part of its first 83 steps, on the same trajectory, 4.33 s a step with it and nothing beside
+# pay cleanly (the SR part of its first 83 steps, on the same trajectory, 4.33 s a step with it and nothing beside
 # it, 4.86 s without it and the test suite beside it).
 MIXED_ROWS = 1024
 PRECONDITIONER_SHIFT = 4.0
