@@ -1,7 +1,7 @@
 """The teacher fit's cost and quality against its rows per step and its steps (JSON lines).
 
     python -m benchmarks.teacher_fit [--system H8@1.5] [--fits 4096:1200 1024:1200 1024:2400]
-                                     [--models 32x2x64 64x2x64] [--lr 5e-3] [--decays 0.05 1]
+                                     [--models 32x2x64 64x2x64 32x2x64x2] [--lr 5e-3] [--decays 0.05 1]
                                      [--draws modulus weight] [--threads 1] [--out FILE]
     python -m benchmarks.teacher_fit --quick     # H6 at 1.5 A, tiny fits (run by the test suite)
 
@@ -16,7 +16,7 @@ run's minibatch fit (``VMCConfig.pretrain_lr_sampled``, ``pretrain_decay``, ``pr
 the energy of the fitted network above the teacher's (``e_above_teacher_mha``), by enumeration of the
 whole sector when it holds at most ``ENUMERATE_MAX`` configurations, else on the teacher's set (the
 network's Rayleigh quotient there, as the first VMC step sees it; ``energy_on``). Each fit is repeated for
-each network of ``--models`` (``DxLxH``: d_model, layers, phase-head width).
+each network of ``--models`` (``DxLxH[xA]``: d_model, layers, phase-head width, attention heads, 4 unless given).
 
 What fails in a fit (:func:`split`): on the teacher's set, the energy of the network's vector
 (``e_set_mha``), of the network's modulus with the teacher's signs (``e_modulus_mha``), of the teacher's
@@ -91,7 +91,7 @@ def teacher_for(name: str):
     return ham, compact, selected_ci(compact, start.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
 
 
-def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int, models: list[tuple[int, int, int]],
+def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int, models: list[tuple[int, int, int, int]],
             decays: list[float], draws: list[str]) -> list[dict]:
     """One record per network of ``models``, fit of ``fits``, rate floor of ``decays`` and draw of ``draws``
     (``main`` gives a run's minibatch fit as the defaults)."""
@@ -107,8 +107,9 @@ def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int, mod
     teacher_s = time.perf_counter() - t0
     matrix = set_hamiltonian(compact, sci.configs)
     lines = []
-    for d_model, n_layers, phase_hidden in models:
-        cfg = dataclasses.replace(VMCConfig(), d_model=d_model, n_layers=n_layers, phase_hidden=phase_hidden)
+    for d_model, n_layers, phase_hidden, n_heads in models:
+        cfg = dataclasses.replace(VMCConfig(), d_model=d_model, n_layers=n_layers, phase_hidden=phase_hidden,
+                                  n_heads=n_heads)
         for (rows, steps), decay, by in itertools.product(fits, decays, draws):
             wf = make_wavefunction(ham, cfg)
             t0 = time.perf_counter()
@@ -117,7 +118,7 @@ def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int, mod
             seconds = time.perf_counter() - t0
             parts, exact = split(wf, matrix, sci.coefficients, sci.energy, sci.configs), sector_energy(wf, compact)
             lines.append({"benchmark": "teacher_fit", "system": name, "n_teacher": len(sci.configs), "teacher_s": teacher_s,
-                          "d_model": d_model, "n_layers": n_layers, "phase_hidden": phase_hidden,
+                          "d_model": d_model, "n_layers": n_layers, "phase_hidden": phase_hidden, "n_heads": n_heads,
                           "parameters": sum(p.numel() for p in wf.parameters()), "rows": rows, "steps": steps,
                           "lr": lr, "decay": decay, "draw": by, "fit_s": seconds, "loss": loss,
                           "energy_on": "teacher set" if exact is None else "sector",
@@ -138,14 +139,20 @@ def parse_fits(items: list[str]) -> list[tuple[int, int]]:
     return fits
 
 
-def parse_models(items: list[str]) -> list[tuple[int, int, int]]:
-    """``DxLxH`` items -> [(d_model, layers, phase-head width)]; ValueError on a malformed one."""
+def parse_models(items: list[str]) -> list[tuple[int, int, int, int]]:
+    """``DxLxH[xA]`` items -> [(d_model, layers, phase-head width, attention heads)] (A: the run's 4 unless
+    given; it must divide D); ValueError on a malformed one."""
+    from nnqs.vmc.config import VMCConfig
+
     models = []
     for item in items:
         parts = item.split("x")
-        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        if len(parts) not in (3, 4) or not all(p.isdigit() and int(p) > 0 for p in parts):
             raise ValueError(item)
-        models.append(tuple(int(p) for p in parts))
+        sizes = [int(p) for p in parts] + [VMCConfig().n_heads] * (4 - len(parts))
+        if sizes[0] % sizes[3]:
+            raise ValueError(item)
+        models.append(tuple(sizes))
     return models
 
 
@@ -156,8 +163,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser = benchmark_parser("teacher_fit", __doc__, "H6 at 1.5 A, fits of 30 and 60 steps (what the test suite runs)")
     parser.add_argument("--system", default="H8@1.5")
     parser.add_argument("--fits", nargs="+", default=["4096:1200", "1024:1200", "1024:2400"], metavar="ROWS:STEPS")
-    parser.add_argument("--models", nargs="+", default=["32x2x64"], metavar="DxLxH",
-                        help="networks: d_model x layers x phase-head width (default: the run's 32x2x64)")
+    parser.add_argument("--models", nargs="+", default=["32x2x64"], metavar="DxLxH[xA]",
+                        help="networks: d_model x layers x phase-head width [x attention heads] (default: the run's 32x2x64x4)")
     cfg = VMCConfig()
     parser.add_argument("--lr", type=float, default=cfg.pretrain_lr_sampled,
                         help="peak learning rate (default: a run's for a minibatch fit)")
@@ -174,7 +181,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     try:
         models = parse_models(args.models)
     except ValueError as exc:
-        parser.error(f"--models takes DxLxH items of positive integers, got {exc}")
+        parser.error(f"--models takes DxLxH[xA] items of positive integers (A dividing D), got {exc}")
     apply_threads(args.threads)
     lines = records("H6@1.5" if args.quick else args.system, fits, args.lr, args.threads, models, args.decays, args.draws)
     for line in lines:

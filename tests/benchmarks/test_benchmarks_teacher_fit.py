@@ -1,7 +1,7 @@
 """The teacher-fit benchmark runs at toy size so it cannot rot."""
 import pytest
 
-from benchmarks.teacher_fit import main, parse_fits
+from benchmarks.teacher_fit import main, parse_fits, parse_models
 
 
 def test_quick_teacher_fit_benchmark_is_variational_and_improves_with_steps(capsys):
@@ -18,6 +18,13 @@ def test_malformed_fits_are_refused():
             parse_fits(bad)
     with pytest.raises(SystemExit):
         main(["--fits", "1024-1200"])
+
+
+def test_models_take_an_optional_head_count_that_divides_the_width():
+    assert parse_models(["32x2x64", "32x2x64x2"]) == [(32, 2, 64, 4), (32, 2, 64, 2)]
+    for bad in (["32x2"], ["32x2x64x3"], ["32x2x64x0"], ["32x2x64x2x1"], ["ax2x64"]):
+        with pytest.raises(ValueError):
+            parse_models(bad)
 
 
 def test_the_split_is_zero_on_the_teacher_and_variational_on_the_fit(capsys):
