@@ -120,7 +120,8 @@ def records(name: str, fits: list[tuple[int, int]], lr: float, threads: int, mod
             lines.append({"benchmark": "teacher_fit", "system": name, "n_teacher": len(sci.configs), "teacher_s": teacher_s,
                           "d_model": d_model, "n_layers": n_layers, "phase_hidden": phase_hidden, "n_heads": n_heads,
                           "parameters": sum(p.numel() for p in wf.parameters()), "rows": rows, "steps": steps,
-                          "lr": lr, "decay": decay, "draw": by, "fit_s": seconds, "loss": loss,
+                          "lr": lr, "decay": decay if rows < len(sci.configs) else 1.0,  # a fit of every row keeps lr
+                          "draw": by, "fit_s": seconds, "loss": loss,
                           "energy_on": "teacher set" if exact is None else "sector",
                           "e_above_teacher_mha": parts["e_set_mha"] if exact is None else 1e3 * (exact - sci.energy),
                           **parts, "threads": threads, **software()})

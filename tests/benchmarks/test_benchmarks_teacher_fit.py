@@ -9,6 +9,18 @@ def test_quick_teacher_fit_benchmark_is_variational_and_improves_with_steps(caps
     assert (short["steps"], longer["steps"]) == (30, 60) and short["energy_on"] == "sector"
     assert 0 <= longer["e_above_teacher_mha"] < short["e_above_teacher_mha"]  # far above the teacher after so few steps
     assert '"benchmark": "teacher_fit"' in capsys.readouterr().out
+    from nnqs.vmc.config import VMCConfig
+
+    assert short["decay"] == VMCConfig().pretrain_decay  # minibatches: the rate falls to decay x lr
+
+
+def test_a_fit_of_every_row_records_the_constant_rate_it_took(capsys):
+    """A fit with at least as many rows as the teacher holds keeps its rate (``fit_to_vector``), so its record
+    says decay 1 whatever ``--decays`` asked."""
+    from benchmarks.teacher_fit import records
+
+    (line,) = records("H6@1.5", [(4096, 5)], 5e-3, 1, [(32, 2, 64, 4)], [0.05], ["modulus"])
+    assert line["rows"] >= line["n_teacher"] and line["decay"] == 1.0
 
 
 def test_malformed_fits_are_refused():
