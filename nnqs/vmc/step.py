@@ -82,9 +82,7 @@ def vmc_step(
             opt.state[p]["sr_previous"] = p.grad.detach().clone()
     new_core = None  # re-selected before the update, so amplitudes inside and outside the set are of one model
     core_rows = 0 if core is None else len(core)  # core mode may start from fresh samples alone
-    if log_psi is not None and core_steps is None:  # not counted by the caller: on schedule from step 0
-        core_steps = step % reselection_every(cfg.core_every, cfg.core_entries, core_rows, ham.n_connected)
-    if log_psi is not None and reselects(core_steps, cfg, core_rows, ham.n_connected):
+    if log_psi is not None and reselects(core_steps, cfg, core_rows, ham.n_connected, step):
         ranker = TreeLogPsi(net, min(cfg.max_batch, TREE_ROWS), torch.float32)  # ranks amplitudes: float32 suffices
         new_core = select_core(ranker, ham, configs, log_psi, cfg.core_threshold, cfg.core_max, cfg.max_batch,
                                est.energy, comm).configs
@@ -99,12 +97,14 @@ def vmc_step(
     )
 
 
-def reselects(core_steps: int, cfg: VMCConfig, core_rows: int, n_connected: int) -> bool:
+def reselects(core_steps: int | None, cfg: VMCConfig, core_rows: int, n_connected: int, step: int = 0) -> bool:
     """Whether a step taken after ``core_steps`` steps on a core of ``core_rows`` configurations with
     ``n_connected`` connections each re-selects it: the last step of every
     :func:`~nnqs.vmc.selection.reselection_every` steps (at once where the rule has come down below the
-    steps taken; counted from the last re-selection, so a rule that grows does not re-select early)."""
-    return core_steps >= reselection_every(cfg.core_every, cfg.core_entries, core_rows, n_connected) - 1
+    steps taken; counted from the last re-selection, so a rule that grows does not re-select early).
+    ``core_steps`` None (a caller that does not count): on schedule from step 0, by ``step``."""
+    every = reselection_every(cfg.core_every, cfg.core_entries, core_rows, n_connected)
+    return (step % every if core_steps is None else core_steps) >= every - 1
 
 
 def sr_rows(
