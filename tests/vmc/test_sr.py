@@ -183,4 +183,7 @@ def test_the_direct_solve_unless_mixed_is_asked(monkeypatch):
     monkeypatch.setattr(sr, "gram_solve", refuse)
     monkeypatch.setattr(sr, "MIXED_ROWS", 512)
     jac, e_loc, w, energy = ill_conditioned_system(600, 240, seed=4)
-    sr_direction(copy_split(jac), e_loc, w, energy)
+    s, force, lam = parameter_space_system(jac, e_loc, w, energy, sr.SR_SHIFT)
+    dense = torch.linalg.solve(s + lam * torch.eye(len(s), dtype=torch.float64), force)
+    direction = sr_direction(copy_split(jac), e_loc, w, energy)
+    assert float((direction - dense).abs().max()) <= 1e-8 * float(dense.abs().max())
