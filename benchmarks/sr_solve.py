@@ -14,7 +14,7 @@ them. Times are medians by torch.utils.benchmark's ``blocked_autorange``
 (``min_run_time`` seconds of calls after a warm-up call).
 
 ``--run DIR``: the model and core of a saved core-mode run (its ``checkpoint.pt``; the molecule
-named again by ``--molecule``/``--basis``, or ``--geometry``), the step's system as the run builds it
+named again by ``--molecule``/``--basis``, or ``--geometry``; the run's integrals from its ``hamiltonian.npz``), the step's system as the run builds it
 (weights |psi|^2 on the core, its Rayleigh-quotient local energies; above ``VMCConfig.sr_exact_max``
 configurations the step's subsample of ``VMCConfig.sr_rows`` rows; the split Jacobian of the float32
 pass network; ``--rows``: subsamples of these expected sizes instead): the time of the Jacobian and the median of ``--repeats`` directions, solved both ways
@@ -74,6 +74,7 @@ def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float, rows
     from nnqs.common.checkpoint import load_checkpoint
     from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
     from nnqs.vmc.draws import pass_network
+    from nnqs.vmc.hamiltonian_file import folder_hamiltonian
     from nnqs.vmc.selection import CoreHamiltonian, set_weights, unique_union
     from nnqs.vmc.wavefunction import TransformerWavefunction
 
@@ -81,7 +82,7 @@ def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float, rows
     data = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"), "vmc")
     wf = TransformerWavefunction(**data["model_config"])
     wf.load_state_dict(data["model"])
-    ham = CompactHamiltonian.from_molecular(build_hamiltonian(spec), wf.device)
+    ham = CompactHamiltonian.from_molecular(folder_hamiltonian(run_dir, spec), wf.device)
     cfg = VMCConfig()
     configs = unique_union(data["extras"]["core"])
     net = pass_network(wf, cfg, len(configs))
@@ -121,16 +122,6 @@ def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float, rows
     }  # fmt: skip
 
 
-def run_orbitals(run_dir: str, spec):
-    """``spec`` in the orbitals the run at ``run_dir`` worked in (its ``result.json``; canonical without one)."""
-    import dataclasses
-    import json
-
-    result = os.path.join(run_dir, "result.json")
-    chosen = json.load(open(result)).get("orbitals", "canonical") if os.path.exists(result) else "canonical"
-    return dataclasses.replace(spec, orbitals=chosen)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = benchmark_parser("sr_solve", __doc__, "LiH, tiny U, one timed call each (seconds)")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -148,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = (MoleculeSpec(name="geometry", atom=args.geometry, basis=args.basis) if args.geometry
                 else get_spec(args.molecule, basis=args.basis))
         for rows in args.rows or [None]:
-            emit(run_saved(args.run, run_orbitals(args.run, spec), args.repeats, args.threads, args.shift, rows), args.out)
+            emit(run_saved(args.run, spec, args.repeats, args.threads, args.shift, rows), args.out)
         return 0
     size = QUICK if args.quick else FULL
     for u in size["sizes"]:

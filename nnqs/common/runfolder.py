@@ -20,6 +20,7 @@ from nnqs.common.errors import UserError, disk_full, disk_full_error
 Mode = Literal["new", "resume", "overwrite"]
 RUN_FILES = ("config.toml", "checkpoint.pt", "history.csv")  # any of them makes a folder a run's
 OUTPUT_FILES = (*RUN_FILES, "result.json", "events.log", "energy.png", "curve.png", "train.json", "rdm1.npy",
+                "rdm1_sampled.npy", "rdm1_stderr.npy", "hamiltonian.npz",
                 "natural_occupations.png", "pretrain.pt", "molecule.json")
 LOCK_NAME = ".nnqs.lock"
 

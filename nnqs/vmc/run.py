@@ -2,9 +2,9 @@
 
 Used by ``nnqs vmc`` and the examples. Writes into its run folder
 (:mod:`nnqs.common.runfolder`: one run per folder, locked while it runs):
-``config.toml``, ``history.csv`` (one row per step, fsynced each step),
-``checkpoint.pt`` (every ``checkpoint_every`` steps, every ``checkpoint_seconds``
-seconds, at the end and on SIGINT/SIGTERM), ``result.json`` and ``energy.png``;
+``config.toml``, ``hamiltonian.npz`` (the integrals, which a resumed run works in), ``history.csv``
+(one row per step, fsynced each step), ``checkpoint.pt`` (every ``checkpoint_every`` steps, every
+``checkpoint_seconds`` seconds, at the end and on SIGINT/SIGTERM), ``result.json`` and ``energy.png``;
 ``events.log`` if a non-finite step was rolled back (:mod:`nnqs.common.guard`).
 """
 from __future__ import annotations
@@ -37,6 +37,7 @@ from nnqs.common.progress import Progress
 from nnqs.common.resume import resume_checkpoint, resume_config
 from nnqs.common.runfolder import RunFolder, claim
 from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
+from nnqs.vmc.hamiltonian_file import FILE as HAMILTONIAN_FILE, load_hamiltonian, save_hamiltonian
 from nnqs.vmc.orbitals import hamiltonian_for
 from nnqs.vmc.vmc_loop import HISTORY_FIELDS, HISTORY_FLOAT_FORMAT, KIND, history_row, new_state, vmc_steps, save_state
 from nnqs.vmc.plots import plot_energy
@@ -141,7 +142,7 @@ def _solve(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, p
     start = time.perf_counter()
     if comm.is_root and not resume:
         atomic_write_text(folder.config, config_to_toml(cfg))
-    ham, orbitals = hamiltonian_for(spec, cfg.orbitals, cfg.teacher_threshold, progress and comm.is_root)
+    ham, orbitals = run_hamiltonian(folder.path, spec, cfg, resume, progress, comm)
     refs = references_for(spec, exact and comm.is_root)
     wf = make_wavefunction(ham, cfg)
     init_model, init_core = warm
@@ -169,6 +170,20 @@ def _solve(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, p
         atomic_write_text(folder.path / "result.json", json.dumps(result, indent=2) + "\n")
         _plot(folder.path, ham, refs)
     return result
+
+
+def run_hamiltonian(folder: Path, spec: MoleculeSpec, cfg: VMCConfig, resume: bool, progress: bool,
+                    comm: Communicator) -> tuple[MolecularHamiltonian, dict]:
+    """The integrals of the run in ``folder`` and the record of its orbitals: on ``resume``, those the run
+    saved (:mod:`nnqs.vmc.hamiltonian_file`); else built from ``spec`` (:func:`hamiltonian_for`), and saved
+    by a new run (a resumed run from before the file is checked against its checkpoint, and saves nothing)."""
+    path = folder / HAMILTONIAN_FILE
+    if resume and path.is_file():
+        return load_hamiltonian(path, spec)
+    ham, orbitals = hamiltonian_for(spec, cfg.orbitals, cfg.teacher_threshold, progress and comm.is_root)
+    if comm.is_root and not resume:
+        save_hamiltonian(path, spec, ham, orbitals)
+    return ham, orbitals
 
 
 def _resumed(folder: RunFolder, cfg: VMCConfig, state, system: dict, changes: list[str], comm) -> dict | None:
