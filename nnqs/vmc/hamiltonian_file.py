@@ -3,7 +3,7 @@ the same ones.
 
 The orbitals' signs (and, where orbitals are degenerate, their rotation) are not fixed by the molecule:
 PySCF's SCF and Boys localization return whichever the arithmetic of a machine gives. Two builds of H10
-at 1.5 A in localized orbitals, a day and a machine apart, gave the same spectrum and integrals that
+at 1.5 A in localized orbitals, a day and a fresh install apart, gave the same spectrum and integrals that
 differ by orbital signs; the saved teacher's energy, -4.99540 Ha in the run, is -4.79343 Ha with the
 rebuilt integrals. A network and a teacher are tied to the sign convention they were trained in, so a
 resumed run takes the run's own integrals from this file (the checkpoint's fingerprint still checks
