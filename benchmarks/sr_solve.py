@@ -82,7 +82,7 @@ def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float, rows
     data = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"), "vmc")
     wf = TransformerWavefunction(**data["model_config"])
     wf.load_state_dict(data["model"])
-    ham = CompactHamiltonian.from_molecular(folder_hamiltonian(run_dir, spec), wf.device)
+    ham = CompactHamiltonian.from_molecular(folder_hamiltonian(run_dir, spec)[0], wf.device)
     cfg = VMCConfig()
     configs = unique_union(data["extras"]["core"])
     net = pass_network(wf, cfg, len(configs))

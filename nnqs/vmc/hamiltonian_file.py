@@ -82,15 +82,16 @@ def load_hamiltonian(path: str | Path, spec: MoleculeSpec) -> tuple[MolecularHam
     return ham, orbitals
 
 
-def folder_hamiltonian(folder: str | Path, spec: MoleculeSpec) -> MolecularHamiltonian:
-    """The integrals the run in ``folder`` worked in, for tools that read a finished run: its saved file, or
-    for a folder from before it, ``spec`` rebuilt in the orbitals its ``result.json`` names (canonical
-    without one), whose signs may differ from the run's where the machine differs."""
+def folder_hamiltonian(folder: str | Path, spec: MoleculeSpec) -> tuple[MolecularHamiltonian, dict]:
+    """The integrals the run in ``folder`` worked in and the record of its orbitals, for tools that read a
+    finished run: its saved file, or for a folder from before it, ``spec`` rebuilt in the orbitals its
+    ``result.json`` names (canonical without one), whose signs may differ from the run's on another machine
+    (this machine's cache of the integrals gives the run's own)."""
     from hamiltonians import build_hamiltonian
 
     folder = Path(folder)
     if (folder / FILE).is_file():
-        return load_hamiltonian(folder / FILE, spec)[0]
+        return load_hamiltonian(folder / FILE, spec)
     result = folder / "result.json"
     chosen = json.loads(result.read_text()).get("orbitals", "canonical") if result.is_file() else "canonical"
-    return build_hamiltonian(dataclasses.replace(spec, orbitals=chosen))
+    return build_hamiltonian(dataclasses.replace(spec, orbitals=chosen)), {"orbitals": chosen}

@@ -104,11 +104,12 @@ def reconcile(folder: RunFolder, cfg: VMCConfig, given: Collection[str] | None) 
 def run_molecule(
     spec: MoleculeSpec, cfg: VMCConfig, out_dir: str | Path | RunFolder, *, resume: bool = False,
     overwrite: bool = False, init_model: dict | None = None, progress: bool = True, exact: bool = True,
-    init_core: torch.Tensor | None = None,
+    init_core: torch.Tensor | None = None, integrals: tuple[MolecularHamiltonian, dict] | None = None,
     comm: Communicator | None = None, stop: StopSignal | None = None, given: Collection[str] | None = None,
 ) -> dict:
     """Run VMC on ``spec``; return (and write) the result dict. ``init_model`` warm-starts (the
-    network's weights; ``init_core``, the core ``(M, n)`` it starts from, else Hartree-Fock).
+    network's weights; ``init_core``, the core ``(M, n)`` it starts from, else Hartree-Fock; ``integrals``,
+    the Hamiltonian and orbital record it was trained in, e.g. another run's, :func:`run_hamiltonian`).
 
     ``out_dir``: a folder claimed by the caller (:func:`nnqs.common.runfolder.claim`), or a
     path this function claims (a folder holding a run is refused unless ``resume`` or
@@ -131,7 +132,8 @@ def run_molecule(
         folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder(Path(out_dir), None)
     try:
         cfg, changes = reconcile(folder, cfg, given) if resume else (cfg, [])
-        return _solve(spec, cfg, folder, resume, (init_model, init_core), progress, exact, comm, stop, changes)
+        return _solve(spec, cfg, folder, resume, (init_model, init_core, integrals), progress, exact, comm, stop,
+                      changes)
     finally:
         if owned:
             folder.release()
@@ -142,10 +144,10 @@ def _solve(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, p
     start = time.perf_counter()
     if comm.is_root and not resume:
         atomic_write_text(folder.config, config_to_toml(cfg))
-    ham, orbitals = run_hamiltonian(folder.path, spec, cfg, resume, progress, comm)
+    init_model, init_core, integrals = warm
+    ham, orbitals = run_hamiltonian(folder.path, spec, cfg, resume, progress, comm, integrals)
     refs = references_for(spec, exact and comm.is_root)
     wf = make_wavefunction(ham, cfg)
-    init_model, init_core = warm
     if init_model is not None:
         wf.load_state_dict(init_model)
     state, system = new_state(wf, cfg, comm), system_identity(ham)
@@ -173,14 +175,19 @@ def _solve(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, p
 
 
 def run_hamiltonian(folder: Path, spec: MoleculeSpec, cfg: VMCConfig, resume: bool, progress: bool,
-                    comm: Communicator) -> tuple[MolecularHamiltonian, dict]:
+                    comm: Communicator, given: tuple[MolecularHamiltonian, dict] | None = None,
+                    ) -> tuple[MolecularHamiltonian, dict]:
     """The integrals of the run in ``folder`` and the record of its orbitals: on ``resume``, those the run
-    saved (:mod:`nnqs.vmc.hamiltonian_file`); else built from ``spec`` (:func:`hamiltonian_for`), and saved
-    by a new run (a resumed run from before the file is checked against its checkpoint, and saves nothing)."""
+    saved (:mod:`nnqs.vmc.hamiltonian_file`); else ``given`` or built from ``spec`` (:func:`hamiltonian_for`),
+    and saved by a new run (a resumed run from before the file is checked against its checkpoint, and saves
+    nothing)."""
     path = folder / HAMILTONIAN_FILE
     if resume and path.is_file():
         return load_hamiltonian(path, spec)
-    ham, orbitals = hamiltonian_for(spec, cfg.orbitals, cfg.teacher_threshold, progress and comm.is_root)
+    if given is not None and not resume:
+        ham, orbitals = given
+    else:
+        ham, orbitals = hamiltonian_for(spec, cfg.orbitals, cfg.teacher_threshold, progress and comm.is_root)
     if comm.is_root and not resume:
         save_hamiltonian(path, spec, ham, orbitals)
     return ham, orbitals

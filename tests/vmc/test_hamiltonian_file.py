@@ -124,7 +124,8 @@ def test_tools_read_a_finished_run_in_its_saved_integrals(tmp_path):
     spec = get_spec("LiH")
     ham = build_hamiltonian(spec)
     (tmp_path / "result.json").write_text(json.dumps({"orbitals": "canonical"}))
-    assert np.array_equal(folder_hamiltonian(tmp_path, spec).h1e, ham.h1e)
+    assert np.array_equal(folder_hamiltonian(tmp_path, spec)[0].h1e, ham.h1e)
     save_hamiltonian(tmp_path / FILE, spec, flipped(ham), {"orbitals": "canonical"})
-    saved = folder_hamiltonian(tmp_path, spec)
+    saved, record = folder_hamiltonian(tmp_path, spec)
+    assert record == {"orbitals": "canonical"}
     assert np.array_equal(saved.h1e, flipped(ham).h1e) and not np.array_equal(saved.h1e, ham.h1e)
