@@ -114,12 +114,6 @@ def run(source: Path, out: Path, settings: dict, system: str | None, steps: int 
     }  # fmt: skip
 
 
-def parse_settings(items: list[str]) -> dict:
-    from benchmarks.accuracy import parse_settings as parse
-
-    return parse(items)
-
-
 def quick(threads: int) -> dict:
     """A toy LiH run in a temporary folder, then VMC from its fit with the same settings."""
     from hamiltonians import get_spec
@@ -149,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.source is None or args.folder is None:
         parser.error("--source and --folder are needed (or --quick)")
+    from benchmarks.accuracy import parse_settings
+
     emit(run(args.source, args.folder, parse_settings(args.set), args.system, args.stop_after, args.threads,
              args.report), args.out)
     return 0
