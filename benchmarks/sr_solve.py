@@ -92,7 +92,7 @@ def run_saved(run_dir: str, spec, repeats: int, threads: int, shift: float, rows
     weights = set_weights(log_psi)
     energy = float((weights * local.real).sum())
     if rows is not None or cfg.subsampled(len(configs)):  # the step's rows (nnqs.vmc.step.sr_rows), or ``rows``
-        sample = sr.subsample_rows(weights, rows or cfg.sr_rows, torch.Generator().manual_seed(1))
+        sample = sr.subsample_rows(weights, rows or cfg.subsample_size(len(configs)), torch.Generator().manual_seed(1))
         configs, local, weights = configs[sample.index], local[sample.index], sample.weights
     start = time.perf_counter()
     jacobian = sr.split_jacobian(net, configs)

@@ -1,7 +1,7 @@
 """Cost of one VMC step against the working set's size U (JSON lines).
 
     python -m benchmarks.step_cost [--chain 12] [--spacing 1.5] [--sizes 4096 8192 16384 32768 65536]
-                                   [--exact 4096 8192] [--sr-rows 2048] [--pass-dtype float32 float64]
+                                   [--exact 4096 8192] [--sr-rows 0] [--pass-dtype float32 float64]
                                    [--threads 1] [--out FILE]
     python -m benchmarks.step_cost --quick      # toy size, seconds (run by the test suite)
 
@@ -9,7 +9,7 @@ The working set is the first U configurations of a selected-CI vector grown on a
 (STO-3G, ``--chain`` atoms ``--spacing`` Angstrom apart: strongly correlated, so the set spreads),
 with the default model (d_model 32, 2 layers). One record per U: median seconds of a step with the
 default optimiser (minSR on the whole set up to ``VMCConfig.sr_exact_max`` rows, on a subsample of
-``VMCConfig.sr_rows`` above),
+``VMCConfig.subsample_size(U)`` rows above: U / 8 between 2,048 and 4,096 by default; ``rows`` in the record),
 split into its parts (the set's local energies from H held on the core, whose build is timed apart
 as ``t_core_hamiltonian``, and grown from a core holding nine tenths of it as
 ``t_core_hamiltonian_grown``, the way a run rebuilds it once per re-selection), the re-selection itself
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sr-rows", type=int, nargs="+", default=[VMCConfig().sr_rows],
-                        help="expected subsample sizes of the SR step (one record per size and set)")
+                        help="expected subsample sizes of the SR step, 0: the default's U/8 from 2,048 to 4,096 (one record per size and set)")
     parser.add_argument("--pass-dtype", nargs="+", choices=("float32", "float64"), default=[VMCConfig().pass_dtype],
                         help="precisions of the network passes over a subsampled set (one record per precision)")
     args = parser.parse_args(argv)
@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         core = sci.configs[:u]
         cfg = dataclasses.replace(cfg, pass_dtype=dtype, **({} if args.quick else {"sr_rows": rows}))
         record = {"benchmark": "step_cost", "system": mol.description, "working_set": u, "sr_rows": cfg.sr_rows,
+                  "rows": cfg.subsample_size(u) if cfg.subsampled(u) else u,
                   "sr_exact_max": cfg.sr_exact_max, "pass_dtype": dtype,
                   **time_steps(wf, ham, cfg, core, args.repeats)}
         record["seconds_per_configuration"] = record["t_step"] / record["unique"]

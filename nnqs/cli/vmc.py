@@ -31,7 +31,7 @@ FLAGS = {
     "grad_clip_sampled": (float, "largest norm of the applied direction where the SR step is subsampled"),
     "sr_momentum_schedule": (str, "ramp (the momentum rises from 0 as the learning rate decays) or constant"),
     "sr_exact_max": (int, "the SR step keeps every row of a working set up to this size: exact minSR"),
-    "sr_rows": (int, "above it, the SR step is taken on a subsample of this expected size"),
+    "sr_rows": (int, "above it, the SR step is taken on a subsample of this expected size (0: U/8, 2,048 to 4,096)"),
     "selection": (str, "core (a selected core + fresh samples) or samples (plain sampled VMC)"),
     "core_threshold": (float, "|psi|/max|psi| that keeps a configuration in the core"),
     "core_max": (int, "most configurations in the core"),

@@ -16,7 +16,7 @@ import torch
 from nnqs.vmc.local_energy import CONNECTED_DTYPE
 from nnqs.vmc.pretrain import FIT_ROWS
 from nnqs.vmc.selection import CORE_ENTRIES
-from nnqs.vmc.sr import SR_EXACT_MAX, SR_MOMENTUM, SR_ROWS, SR_SHIFT
+from nnqs.vmc.sr import SR_EXACT_MAX, SR_MOMENTUM, SR_SHIFT, subsample_size
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
 SET_MAX = 65536  # default most configurations in the selected-CI teacher and in the core
@@ -96,7 +96,9 @@ class VMCConfig:
     sr_momentum: float = SR_MOMENTUM  # SPRING: the SR direction regularised towards this times the previous one
     sr_momentum_schedule: Literal["ramp", "constant"] = "ramp"  # ramp: 0 at the peak lr, sr_momentum at the end
     sr_exact_max: int = SR_EXACT_MAX  # the SR step keeps every row of a working set up to this size (exact minSR)
-    sr_rows: int = SR_ROWS  # above it, the step is taken on a subsample of this expected size
+    # above it, the step is taken on a subsample of this expected size; 0: from the set, U / 8 between 2,048
+    # and 4,096 rows (nnqs.vmc.sr.subsample_size)
+    sr_rows: int = 0
     warmup: int = 5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
@@ -116,7 +118,11 @@ class VMCConfig:
 
     def subsampled(self, n_rows: int) -> bool:
         """Whether the SR step on a working set of ``n_rows`` is taken on a subsample (above ``sr_exact_max``)."""
-        return n_rows > max(self.sr_exact_max, self.sr_rows)
+        return n_rows > max(self.sr_exact_max, self.subsample_size(n_rows))
+
+    def subsample_size(self, n_rows: int) -> int:
+        """Expected rows of the subsampled SR step on a working set of ``n_rows`` (:func:`nnqs.vmc.sr.subsample_size`)."""
+        return subsample_size(n_rows, self.sr_rows)
 
     def __post_init__(self) -> None:
         for name in ("steps", "samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):
@@ -145,7 +151,7 @@ def check_run_limits(cfg: VMCConfig) -> None:
                             ("warmup", 0, 2**62), ("unique_min", 0, 2**62), ("unique_max", 0, 2**62),
                             ("threads", 0, 1024), ("samples", 1, 2**53), ("final_samples", 1, 2**53),
                             ("checkpoint_seconds", 0, 10**9), ("teacher_max", 1, 2**24), ("pretrain_steps", 0, 10**6), ("pretrain_batch", 1, 2**24),
-                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_entries", 0, 2**62), ("core_samples", 1, 2**24), ("sr_rows", 1, 2**24), ("sr_exact_max", 0, 2**24)):
+                            ("core_max", 1, 2**24), ("core_every", 1, 2**30), ("core_entries", 0, 2**62), ("core_samples", 1, 2**24), ("sr_rows", 0, 2**24), ("sr_exact_max", 0, 2**24)):
         if not low <= getattr(cfg, name) <= high:
             raise ValueError(f"{name} must be in {low}..{high}, got {getattr(cfg, name)}")
     for name in ("teacher_threshold", "core_threshold"):

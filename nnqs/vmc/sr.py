@@ -320,6 +320,21 @@ def _preconditioned_cg(x: torch.Tensor, e: torch.Tensor, lam: float, factor: tor
 # "Beyond exact diagonalisation").
 SR_EXACT_MAX = 3072
 SR_ROWS = 2048
+# The subsample grows with the set (VMCConfig.sr_rows 0, the default; :func:`subsample_size`): U / SR_ROWS_SHARE
+# rows, at least SR_ROWS and at most SR_ROWS_MAX, so sets up to 16,384 (H2O/6-31G, the H8 chains) keep the
+# 2,048 rows above. From the same fitted network, H10 at 2.5 A (sets of 32,000 to 37,000) crossed 1.6 mHa
+# above FCI at step 63 with 4,096 rows against 152 with 2,048, and H10 at 2.0 A ... (benchmarks/RESULTS.md,
+# "Beyond exact diagonalisation"); the solve of 4,096 rows costs 2.95x that of 2,048.
+SR_ROWS_SHARE = 8
+SR_ROWS_MAX = 4096
+
+
+def subsample_size(n_rows: int, rows: int = 0) -> int:
+    """Expected size of the subsample the SR step on a working set of ``n_rows`` is taken on: ``rows`` where
+    it is positive (a fixed size), else ``n_rows / SR_ROWS_SHARE`` between SR_ROWS and SR_ROWS_MAX."""
+    if rows > 0:
+        return rows
+    return min(SR_ROWS_MAX, max(SR_ROWS, n_rows // SR_ROWS_SHARE))
 
 
 @dataclass

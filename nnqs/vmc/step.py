@@ -113,12 +113,12 @@ def sr_rows(
     """The rows the natural-gradient step is formed on, as this rank's share: configurations
     ``(K_r, n)``, local energies ``(K_r,)`` and weights ``(K_r,)`` (summing to 1 over the ranks).
     Up to ``cfg.sr_exact_max`` configurations, the whole set ``configs`` ``(U, n)`` (exact minSR);
-    above, a subsample of expected size ``cfg.sr_rows`` (:func:`nnqs.vmc.sr.subsample_rows`), drawn
+    above, a subsample of expected size ``cfg.subsample_size(U)`` (:func:`nnqs.vmc.sr.subsample_rows`), drawn
     from a generator seeded by the run's seed and the step (the same on every rank, and on resume)."""
     if not cfg.subsampled(len(configs)):
         return comm.share(configs), est.local_energies, est.weights
     generator = torch.Generator(device=configs.device).manual_seed(cfg.seed * 1_000_003 + step)
-    sample = subsample_rows(comm.unshare(est.weights), cfg.sr_rows, generator)
+    sample = subsample_rows(comm.unshare(est.weights), cfg.subsample_size(len(configs)), generator)
     local = comm.unshare(est.local_energies)[sample.index]
     return comm.share(configs[sample.index]), comm.share(local), comm.share(sample.weights)
 

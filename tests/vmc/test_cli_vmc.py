@@ -79,7 +79,7 @@ def vm_hwm_mb() -> float | None:
     (["vmc", "H2", "--pretrain-lr", "nan"], "pretrain_lr must be a finite number"),
     (["vmc", "H2", "--estimator", "heat-bath"], "applies to selection 'samples' only"),
     (["vmc", "H2", "--estimator", "sample-space"], "applies to selection 'samples' only"),
-    (["vmc", "H2", "--sr-rows", "0"], "sr_rows must be in"),
+    (["vmc", "H2", "--sr-rows", "-1"], "sr_rows must be in"),
     (["vmc", "H2", "--sr-exact-max", "-1"], "sr_exact_max must be in"),
     (["vmc", "H2", "--phase-pretrain", "50"], "--phase-pretrain applies to --teacher mp1 only"),
     (["vmc", "H2", "--teacher", "mp1", "--pretrain-steps", "10", "--teacher-max", "8"],

@@ -128,3 +128,24 @@ def test_float32_passes_give_the_float64_step():
     (e64, d64), (e32, d32) = out["float64"], out["float32"]
     assert abs(e64 - e32) < 1e-6 and float(d64.norm()) > 0, (e64, e32)
     assert 0 < float((d32 - d64).norm() / d64.norm()) < 1e-3  # 0 would mean no float32 pass ran
+
+
+def test_the_default_subsample_grows_with_the_set_between_its_bounds():
+    """``sr_rows = 0`` (the default): U / 8 rows, never fewer than 2,048 nor more than 4,096, so every set up
+    to 16,384 configurations is stepped exactly as with a fixed 2,048 (the same rows drawn); a positive
+    ``sr_rows`` is the size whatever the set."""
+    from nnqs.vmc.config import VMCConfig
+    from nnqs.vmc.sr import SR_ROWS, SR_ROWS_MAX, SR_ROWS_SHARE
+
+    auto, fixed = VMCConfig(), VMCConfig(sr_rows=SR_ROWS)
+    assert auto.sr_rows == 0 and (SR_ROWS, SR_ROWS_MAX, SR_ROWS_SHARE) == (2048, 4096, 8)
+    for u in (1, 2048, 3072, 3073, 10_000, 16_384, 16_391):
+        assert auto.subsampled(u) == fixed.subsampled(u) == (u > auto.sr_exact_max)
+        assert auto.subsample_size(u) == fixed.subsample_size(u) == 2048
+    assert [auto.subsample_size(u) for u in (16_392, 24_000, 32_768, 32_776, 65_536, 10**6)] == [
+        2049, 3000, 4096, 4096, 4096, 4096]
+    assert VMCConfig(sr_rows=5000).subsample_size(10**6) == 5000 and not VMCConfig(sr_rows=5000).subsampled(5000)
+    w = weights_of(20_000, 3)
+    draws = [torch.Generator().manual_seed(100 + s) for s in range(4)]  # not the weights' own stream (seed 3)
+    n = [len(subsample_rows(w, auto.subsample_size(20_000), g).index) for g in draws]
+    assert all(abs(k - 2500) < 5 * 2500**0.5 for k in n), n  # a Poisson draw of expected size 20,000 / 8
