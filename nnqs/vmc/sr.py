@@ -322,9 +322,11 @@ SR_EXACT_MAX = 3072
 SR_ROWS = 2048
 # The subsample grows with the set (VMCConfig.sr_rows 0, the default; :func:`subsample_size`): U / SR_ROWS_SHARE
 # rows, at least SR_ROWS and at most SR_ROWS_MAX, so sets up to 16,384 (H2O/6-31G, the H8 chains) keep the
-# 2,048 rows above. From the same fitted network, H10 at 2.5 A (sets of 32,000 to 37,000) crossed 1.6 mHa
-# above FCI at step 63 with 4,096 rows against 152 with 2,048, and H10 at 2.0 A ... (benchmarks/RESULTS.md,
-# "Beyond exact diagonalisation"); the solve of 4,096 rows costs 2.95x that of 2,048.
+# 2,048 rows above. From the same fitted network, the step energy fell below FCI + 1.6 mHa at step 63 with
+# 4,096 rows against 152 with 2,048 on H10 at 2.5 A (sets of 32,000 to 37,000), and at step 101 against never
+# in 300 on H10 at 2.0 A (+1.52 mHa at step 113, where 2,048 rows were at +2.36 and ended at +1.66); the
+# solve of 4,096 rows costs 2.95x that of 2,048, a step about 1.1x to 1.8x (benchmarks/RESULTS.md, "Beyond
+# exact diagonalisation").
 SR_ROWS_SHARE = 8
 SR_ROWS_MAX = 4096
 
