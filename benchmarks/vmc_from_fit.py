@@ -98,9 +98,10 @@ def run(source: Path, out: Path, settings: dict, system: str | None, steps: int 
     model, core = fitted_start(source)
     integrals = folder_hamiltonian(source, spec)
     result = json.loads((source / "result.json").read_text()) if (source / "result.json").is_file() else {}
-    try:
-        done = run_molecule(spec, cfg, out, overwrite=True, init_model=model, init_core=core, integrals=integrals,
-                            progress=sys.stderr.isatty(), exact=False, stop=stop_after(out / "history.csv", steps))
+    try:  # SIGINT / SIGTERM (or --stop-after) end the run at a step boundary, and the record is still written
+        with stop_after(out / "history.csv", steps) as stop:
+            done = run_molecule(spec, cfg, out, overwrite=True, init_model=model, init_core=core, integrals=integrals,
+                                progress=sys.stderr.isatty(), exact=False, stop=stop)
     except Interrupted:
         done = None
     rows = history_rows(out / "history.csv")

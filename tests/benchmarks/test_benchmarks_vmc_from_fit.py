@@ -42,3 +42,29 @@ def test_a_changed_setting_stopped_early(source, tmp_path, capsys):
     first = record["by_step"][0]
     assert first["step"] == 0 and first["changed"]["energy"] == first["source"]["energy"]  # the same start
     assert (out / "hamiltonian.npz").is_file()  # the source's integrals, kept with the new run
+
+
+def test_sigint_stops_at_a_step_and_still_writes_the_record(source, tmp_path):
+    """Stopping a long comparison by hand (SIGINT) ends it at a step boundary with its record, not a traceback."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out, jsonl = tmp_path / "long", tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.vmc_from_fit", "--source", str(source), "--system", "LiH",
+                             "--folder", str(out), "--set", "steps=100000", "--out", str(jsonl)],
+                            cwd=Path(__file__).parents[2], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (out / "history.csv").is_file() or len(
+            (out / "history.csv").read_text().splitlines()) < 3:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    record = json.loads(jsonl.read_text().splitlines()[-1])
+    assert not record["finished"] and 2 <= record["steps_taken"] < 100000
+    assert int(load_checkpoint(out / "checkpoint.pt", "vmc")["step"]) == record["steps_taken"]
