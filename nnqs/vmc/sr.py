@@ -325,8 +325,9 @@ SR_ROWS = 2048
 # 2,048 rows above. From the same fitted network, the step energy fell below FCI + 1.6 mHa at step 63 with
 # 4,096 rows against 152 with 2,048 on H10 at 2.5 A (sets of 32,000 to 37,000), and at step 101 against never
 # in 300 on H10 at 2.0 A (+1.52 mHa at step 113, where 2,048 rows were at +2.36 and ended at +1.66); the
-# solve of 4,096 rows costs 2.95x that of 2,048, a step about 1.1x to 1.8x (benchmarks/RESULTS.md, "Beyond
-# exact diagonalisation").
+# solve of 4,096 rows costs 2.95x that of 2,048, an H10 step 1.48x (H10 at 1.5 A: 1.6 mHa at step 120 against
+# past 150, ahead by the clock after 8 minutes of steps); N2/6-31G at 1.1 A (about 2,900 rows) +3.90 mHa against
+# +4.47 at 1.09x the step seconds (benchmarks/RESULTS.md, "Beyond exact diagonalisation").
 SR_ROWS_SHARE = 8
 SR_ROWS_MAX = 4096
 

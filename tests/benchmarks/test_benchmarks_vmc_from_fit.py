@@ -58,10 +58,9 @@ def test_sigint_stops_at_a_step_and_still_writes_the_record(source, tmp_path):
                              "--folder", str(out), "--set", "steps=100000", "--out", str(jsonl)],
                             cwd=Path(__file__).parents[2], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (out / "history.csv").is_file() or len(
-            (out / "history.csv").read_text().splitlines()) < 3:
-        time.sleep(0.2)
+    history, deadline = out / "history.csv", time.monotonic() + 120
+    while time.monotonic() < deadline and not (history.is_file() and len(history.read_text().splitlines()) >= 3):
+        time.sleep(0.2)  # a header and two steps
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "Traceback" not in err, err
