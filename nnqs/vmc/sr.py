@@ -311,8 +311,8 @@ def _preconditioned_cg(x: torch.Tensor, e: torch.Tensor, lam: float, factor: tor
 # The exact minSR step costs O(U^2 P) in the working set's size U (on one core: 21 s at 4,096 rows, 67 s at
 # 8,192; benchmarks/RESULTS.md, "Step cost"). Up to SR_EXACT_MAX rows (VMCConfig.sr_exact_max) every row is
 # kept and the step is exactly minSR, as on the STO-3G molecules of the table (CH4's set peaked at 2,440 in
-# its first steps, C2's at 1,913); above, the step is taken on a subsample of expected size SR_ROWS
-# (VMCConfig.sr_rows; :func:`subsample_rows`), whose cost does not grow with U. 2,048 rows rather than
+# its first steps, C2's at 1,913); above, the step is taken on a subsample (:func:`subsample_rows`) of at least
+# SR_ROWS rows (:func:`subsample_size`), whose cost grows with U only up to SR_ROWS_MAX rows. 2,048 rows rather than
 # 1,024: H2O/6-31G +1.10 mHa against +1.92 after 300 steps from the same fit. The exact step up to
 # 1.5 x SR_ROWS (at most 2.25x the subsampled step's Gram matrix) rather than 4,096 rows: on H8 at 1.5 A
 # (sets of 3,544 to 4,533 rows) +0.272 mHa after 300 steps, 1.6 mHa crossed at step 57, where exact steps
