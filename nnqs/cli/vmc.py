@@ -29,6 +29,8 @@ FLAGS = {
     "sr_momentum": (float, "SPRING momentum of the SR direction, in [0, 1) (0: plain minSR)"),
     "grad_clip": (float, "largest norm of the applied direction"),
     "grad_clip_sampled": (float, "largest norm of the applied direction where the SR step is subsampled"),
+    "grad_clip_rule": (str, "fixed (--grad-clip-sampled at every subsample size) or rows (it is the clip of 2,048 "
+                            "rows and grows with the subsample's rows)"),
     "sr_momentum_schedule": (str, "ramp (the momentum rises from 0 as the learning rate decays) or constant"),
     "sr_exact_max": (int, "the SR step keeps every row of a working set up to this size: exact minSR"),
     "sr_rows": (int, "above it, the SR step is taken on a subsample of this expected size (0: U/8, 2,048 to 4,096)"),

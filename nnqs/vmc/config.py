@@ -16,7 +16,7 @@ import torch
 from nnqs.vmc.local_energy import CONNECTED_DTYPE
 from nnqs.vmc.pretrain import FIT_ROWS
 from nnqs.vmc.selection import CORE_ENTRIES
-from nnqs.vmc.sr import SR_EXACT_MAX, SR_MOMENTUM, SR_SHIFT, subsample_size
+from nnqs.vmc.sr import SR_EXACT_MAX, SR_MOMENTUM, SR_ROWS, SR_SHIFT, subsample_size
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
 SET_MAX = 65536  # default most configurations in the selected-CI teacher and in the core
@@ -105,6 +105,11 @@ class VMCConfig:
     # the clip where the SR step is subsampled (working sets above sr_exact_max): H10 at 1.5 A reached +7.5 mHa
     # in 48 steps with 5 and in 139 with 1 (benchmarks/RESULTS.md, "Beyond exact diagonalisation")
     grad_clip_sampled: float = 5.0
+    # "rows": that clip is the one of SR_ROWS (2,048) rows or fewer and grows in proportion to the subsample's rows
+    # above (a subsample of 4,096 gets 10; sets up to 16,384 keep 5); "fixed": grad_clip_sampled at every size.
+    # From H10 at 1.5 A's fit: +0.946 mHa against +1.088, 1.6 mHa crossed at step 92 against 120; N2/6-31G at
+    # 1.1 A 0.08 mHa lower on average over its first 105 steps (benchmarks/RESULTS.md, "What we tried")
+    grad_clip_rule: Literal["fixed", "rows"] = "rows"
     estimator: Literal["exact", "sample-space", "heat-bath"] = "exact"  # selection "samples" only
     unique_min: int = 512  # double the sample count while fewer unique samples are seen (0: off)
     unique_max: int = 2048  # quarter it while more are seen (0: off)
@@ -119,6 +124,14 @@ class VMCConfig:
     def subsampled(self, n_rows: int) -> bool:
         """Whether the SR step on a working set of ``n_rows`` is taken on a subsample (above ``sr_exact_max``)."""
         return n_rows > max(self.sr_exact_max, self.subsample_size(n_rows))
+
+    def clip(self, n_rows: int) -> float:
+        """The largest norm of the applied direction on a working set of ``n_rows`` (the SR step's clip)."""
+        if self.optimizer != "sr" or not self.subsampled(n_rows):
+            return self.grad_clip
+        if self.grad_clip_rule == "rows":
+            return self.grad_clip_sampled * max(1.0, self.subsample_size(n_rows) / SR_ROWS)
+        return self.grad_clip_sampled
 
     def subsample_size(self, n_rows: int) -> int:
         """Expected rows of the subsampled SR step on a working set of ``n_rows`` (:func:`nnqs.vmc.sr.subsample_size`)."""

@@ -75,8 +75,7 @@ def vmc_step(
     else:
         loss.backward()
         comm.sum_gradients(wf.parameters())
-    sampled = cfg.optimizer == "sr" and cfg.subsampled(len(configs))
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.grad_clip_sampled if sampled else cfg.grad_clip))
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(wf.parameters(), cfg.clip(len(configs))))
     if cfg.optimizer == "sr" and cfg.sr_momentum:
         for p in wf.parameters():  # the direction applied (after clipping): the next step's momentum
             opt.state[p]["sr_previous"] = p.grad.detach().clone()

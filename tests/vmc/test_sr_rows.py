@@ -149,3 +149,22 @@ def test_the_default_subsample_grows_with_the_set_between_its_bounds():
     draws = [torch.Generator().manual_seed(100 + s) for s in range(4)]  # not the weights' own stream (seed 3)
     n = [len(subsample_rows(w, auto.subsample_size(20_000), g).index) for g in draws]
     assert all(abs(k - 2500) < 5 * 2500**0.5 for k in n), n  # a Poisson draw of expected size 20,000 / 8
+
+
+def test_the_clip_of_a_subsampled_step_follows_its_rule():
+    """``grad_clip_rule``: "fixed" clips every subsampled step at grad_clip_sampled; "rows" takes it as the clip
+    of 2,048 rows or fewer and scales it with the subsample's rows above (10 at 4,096), so every set up to 16,384
+    is clipped as under "fixed". Exact steps keep grad_clip, and so does AdamW."""
+    from nnqs.vmc.config import VMCConfig
+
+    fixed, rows = VMCConfig(grad_clip_rule="fixed"), VMCConfig(grad_clip_rule="rows")
+    assert VMCConfig().grad_clip_rule == "rows"  # the default
+    for u in (100, 3072):  # exact minSR: grad_clip
+        assert fixed.clip(u) == rows.clip(u) == fixed.grad_clip == 1.0
+    for u in (3073, 16_384):
+        assert fixed.clip(u) == rows.clip(u) == 5.0
+    assert [rows.clip(u) for u in (24_576, 32_768, 10**6)] == [7.5, 10.0, 10.0]
+    assert [fixed.clip(u) for u in (24_576, 32_768, 10**6)] == [5.0, 5.0, 5.0]
+    assert VMCConfig(grad_clip_rule="rows", sr_rows=3000).clip(10**6) == 5.0 * 3000 / 2048
+    assert VMCConfig(grad_clip_rule="rows", sr_rows=32, sr_exact_max=32).clip(10**6) == 5.0  # never below its base
+    assert VMCConfig(grad_clip_rule="rows", optimizer="adamw").clip(10**6) == 1.0
