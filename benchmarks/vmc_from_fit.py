@@ -87,14 +87,17 @@ def compare(source_rows: list[dict], rows: list[dict], e_exact: float | None, re
 
 def run(source: Path, out: Path, settings: dict, system: str | None, steps: int | None, threads: int,
         report: list[int]) -> dict:
-    from nnqs.common.config import build_config
+    from nnqs.common.config import build_config, read_toml
     from nnqs.common.interrupt import Interrupted
+    from nnqs.common.resume import as_run
     from nnqs.vmc.config import VMCConfig
     from nnqs.vmc.hamiltonian_file import folder_hamiltonian
     from nnqs.vmc.run import run_molecule
 
     spec = source_spec(source, system)
     cfg = build_config(VMCConfig, source / "config.toml", {**settings, "threads": threads})
+    saved = {**read_toml(source / "config.toml"), **settings}
+    cfg = as_run(VMCConfig, cfg, saved)  # a setting the source predates: the value it ran with
     model, core = fitted_start(source)
     integrals = folder_hamiltonian(source, spec)
     result = json.loads((source / "result.json").read_text()) if (source / "result.json").is_file() else {}

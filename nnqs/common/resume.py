@@ -38,10 +38,11 @@ def _flag(key: str) -> str:
 
 
 def saved_config(cls: type[C], folder: RunFolder, kind: str) -> C:
-    """The run's config: its ``config.toml``, else the config stored in its checkpoint."""
+    """The run's config: its ``config.toml``, else the config stored in its checkpoint. A setting the saved run
+    predates (``cls.ADDED``, absent from its file) takes the value that run ran with, not today's default."""
     if folder.config.is_file():
         try:
-            return build_config(cls, folder.config)
+            return as_run(cls, build_config(cls, folder.config), read_toml(folder.config))
         except UserError as exc:
             reason = str(exc).split("; valid keys")[0]
             raise UserError(f"the run in {folder.path} is not of kind {kind!r}, or its config.toml was edited "
@@ -49,8 +50,14 @@ def saved_config(cls: type[C], folder: RunFolder, kind: str) -> C:
     if folder.checkpoint.is_file():
         stored = load_checkpoint(folder.checkpoint, kind).get("config")
         if isinstance(stored, dict):
-            return build_config(cls, None, stored)
+            return as_run(cls, build_config(cls, None, stored), stored)
     raise UserError(f"no config.toml in {folder.path}: the run's settings are unknown; start a new run")
+
+
+def as_run(cls: type[C], cfg: C, saved: dict) -> C:
+    """``cfg`` with each setting of ``cls.ADDED`` that ``saved`` lacks set to the value older runs ran with."""
+    older = {k: v for k, v in getattr(cls, "ADDED", {}).items() if k not in saved}
+    return dataclasses.replace(cfg, **older) if older else cfg
 
 
 def resume_config(cls: type[C], folder: RunFolder, kind: str, given: C, keys: Collection[str],

@@ -33,6 +33,9 @@ class VMCConfig:
     """Everything that defines a VMC run (saved with every result and checkpoint)."""
 
     RETIRED: ClassVar[dict] = {"core_rule": "first-order"}  # removed settings an older run's config.toml may hold
+    # settings added with a new default: the value a saved run that predates them ran with (read where its
+    # config.toml or checkpoint lacks the key, so a resumed older run keeps its steps)
+    ADDED: ClassVar[dict] = {"grad_clip_rule": "fixed"}
 
     steps: int = 300
     samples: int = 10**12  # requested samples per step: cheap, the unique set is what costs (may adapt)

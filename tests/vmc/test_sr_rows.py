@@ -168,3 +168,28 @@ def test_the_clip_of_a_subsampled_step_follows_its_rule():
     assert VMCConfig(grad_clip_rule="rows", sr_rows=3000).clip(10**6) == 5.0 * 3000 / 2048
     assert VMCConfig(grad_clip_rule="rows", sr_rows=32, sr_exact_max=32).clip(10**6) == 5.0  # never below its base
     assert VMCConfig(grad_clip_rule="rows", optimizer="adamw").clip(10**6) == 1.0
+
+
+def test_a_resumed_run_that_predates_the_clip_rule_keeps_its_clip(tmp_path):
+    """A run folder whose config.toml lacks ``grad_clip_rule`` (written before the setting) is read with the value
+    it ran with, "fixed", not today's default; resumed, it records that value. A folder that names it keeps it."""
+    import dataclasses
+
+    from hamiltonians import get_spec
+    from nnqs.common.resume import saved_config
+    from nnqs.common.runfolder import RunFolder
+    from nnqs.vmc.config import VMCConfig, toy_config
+    from nnqs.vmc.run import run_molecule
+
+    out = tmp_path / "run"
+    run_molecule(get_spec("H2"), dataclasses.replace(toy_config(2), threads=1), out, progress=False, exact=False)
+    toml = out / "config.toml"
+    assert 'grad_clip_rule = "rows"' in toml.read_text()
+    assert saved_config(VMCConfig, RunFolder(out, None), "vmc").grad_clip_rule == "rows"
+    toml.write_text("".join(line for line in toml.read_text().splitlines(keepends=True)
+                            if not line.startswith("grad_clip_rule")))
+    assert saved_config(VMCConfig, RunFolder(out, None), "vmc").grad_clip_rule == "fixed"
+    (out / "checkpoint.pt").unlink()  # this run's checkpoint names the rule; an older run's does not
+    run_molecule(get_spec("H2"), dataclasses.replace(toy_config(3), threads=1), out, resume=True, progress=False,
+                 exact=False, given={"steps"})
+    assert 'grad_clip_rule = "fixed"' in toml.read_text()
