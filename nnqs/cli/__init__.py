@@ -101,6 +101,12 @@ def _dispatch(argv: list[str] | None, held: HeldInterrupt) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    # the libraries the subcommands import on their first call, loaded while a Ctrl-C is still held: raised inside
+    # one of their imports it left NumPy half-loaded and the process ended by the signal or with exit 0
+    import scipy.linalg  # noqa: F401
+    import scipy.sparse  # noqa: F401
+    import scipy.special  # noqa: F401
+
     held.release()  # the modules are loaded: a Ctrl-C that came meanwhile is raised now
     try:
         code = args.func(args)
