@@ -103,9 +103,8 @@ def _dispatch(argv: list[str] | None, held: HeldInterrupt) -> int:
     args = parser.parse_args(argv)
     # the libraries the subcommands import on their first call, loaded while a Ctrl-C is still held: raised inside
     # one of their imports it left NumPy half-loaded and the process ended by the signal or with exit 0
-    import scipy.linalg  # noqa: F401
-    import scipy.sparse  # noqa: F401
-    import scipy.special  # noqa: F401
+    for name in ("scipy.linalg", "scipy.sparse", "scipy.special"):
+        importlib.import_module(name)
 
     held.release()  # the modules are loaded: a Ctrl-C that came meanwhile is raised now
     try:
