@@ -95,9 +95,8 @@ def run(source: Path, out: Path, settings: dict, system: str | None, steps: int 
     from nnqs.vmc.run import run_molecule
 
     spec = source_spec(source, system)
-    cfg = build_config(VMCConfig, source / "config.toml", {**settings, "threads": threads})
-    saved = {**read_toml(source / "config.toml"), **settings}
-    cfg = as_run(VMCConfig, cfg, saved)  # a setting the source predates: the value it ran with
+    saved = {**read_toml(source / "config.toml"), **settings, "threads": threads}
+    cfg = as_run(VMCConfig, build_config(VMCConfig, None, saved), saved)  # a setting the source predates: as it ran
     model, core = fitted_start(source)
     integrals = folder_hamiltonian(source, spec)
     result = json.loads((source / "result.json").read_text()) if (source / "result.json").is_file() else {}

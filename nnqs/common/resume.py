@@ -42,7 +42,8 @@ def saved_config(cls: type[C], folder: RunFolder, kind: str) -> C:
     predates (``cls.ADDED``, absent from its file) takes the value that run ran with, not today's default."""
     if folder.config.is_file():
         try:
-            return as_run(cls, build_config(cls, folder.config), read_toml(folder.config))
+            data = read_toml(folder.config)
+            return as_run(cls, build_config(cls, None, data), data)
         except UserError as exc:
             reason = str(exc).split("; valid keys")[0]
             raise UserError(f"the run in {folder.path} is not of kind {kind!r}, or its config.toml was edited "
