@@ -82,7 +82,9 @@ def rows_per_chunk(ham: CompactHamiltonian) -> int:
 # 0.2 microseconds per entry on one core here (H2O/6-31G 17M entries 3 s, H10 at 1.5 A 22M 5.4 s, N2/6-31G
 # at 1.1 A 114M 29 s, at 2.2 A 277M 52 s), while a step above sr_exact_max costs about the same at any size
 # (5 to 8 s, the Gram matrix of sr_rows rows). Every core_every steps, at 32 qubits the re-selections took
-# 46-54% of the VMC time. They are spaced so that one enumerates at most CORE_ENTRIES entries per step
+# 46-54% of the VMC time. (Those seconds predate the doubles joined from pairs (nnqs.vmc.hamiltonian_terms): the
+# 2.2 A re-selection of a core of 65,000 then took 39 s, 20 of them enumerating connections, and takes 19 s with
+# 5 since; the spacing below was kept.) They are spaced so that one enumerates at most CORE_ENTRIES entries per step
 # between (about as many seconds as those steps), at most CORE_EVERY_GROWTH times core_every apart.
 CORE_ENTRIES = 2**25
 CORE_EVERY_GROWTH = 4

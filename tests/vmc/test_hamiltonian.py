@@ -74,3 +74,26 @@ def test_symmetry_zeros_held_as_noise_are_exact_zeros():
         np.add.at(dense, full_index(targets[b]), conn.elements[b].numpy())
         dense[rows[b]] += conn.diagonal[b].item()
         np.testing.assert_allclose(dense, full[rows[b]].toarray().ravel(), atol=1e-12)
+
+
+@pytest.mark.parametrize("n, n_alpha, n_beta", [(9, 4, 3), (7, 1, 2), (6, 4, 0), (33, 3, 2)])
+def test_doubles_joined_from_pairs_are_the_elementwise_bits(n, n_alpha, n_beta):
+    # The fast doubles (occupied pairs x virtual pairs, joined by broadcasts) against their slow twin formed
+    # entry by entry, on random configurations of sizes the OpenFermion test cannot reach (33: two key words).
+    from nnqs.vmc import hamiltonian_terms
+
+    h, g = random_integrals(n, seed=n)
+    ham = CompactHamiltonian(h, g, 0.0, n_alpha, n_beta)
+    generator = torch.Generator().manual_seed(n)
+    alpha = torch.stack([torch.randperm(n, generator=generator)[:n_alpha] for _ in range(50)])
+    beta = torch.stack([torch.randperm(n, generator=generator)[:n_beta] for _ in range(50)])
+    tokens = torch.zeros(50, n, dtype=torch.long).scatter_(1, alpha, 1).scatter_add_(1, beta, torch.full_like(beta, 2))
+    n_a, n_b = tokens & 1, tokens >> 1
+    order_a, order_b = (torch.argsort(1 - t, dim=1, stable=True) for t in (n_a, n_b))
+    spin_occ = torch.stack([n_a, n_b], dim=-1).reshape(50, 2 * n)
+    below = torch.cumsum(spin_occ, dim=1) - spin_occ
+    fast = hamiltonian_terms.double_terms(ham, order_a, order_b, below)
+    slow = hamiltonian_terms.double_terms_elementwise(ham, order_a, order_b, below)
+    assert len(fast) == len(slow) > 0
+    for (key, element), (key_ref, element_ref) in zip(fast, slow):
+        assert torch.equal(key, key_ref) and torch.equal(element, element_ref)
