@@ -144,7 +144,7 @@ def sr_direction(
     eps = weights.sqrt() * (local_energies - energy)
 
     def centred(part: torch.Tensor) -> torch.Tensor:  # sqrt(w_i) (O_i - sum_j w_j O_j) in place, real (U, P')
-        return part.sub_(reduce((weights.unsqueeze(1) * part).sum(0))).mul_(sw)
+        return part.sub_(reduce(weights.to(part.dtype) @ part)).mul_(sw)  # a product, no (U, P') temporary
 
     if isinstance(jacobian, SplitJacobian):
         n_params = len(jacobian.real_columns)
