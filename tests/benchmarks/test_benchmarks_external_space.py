@@ -11,3 +11,12 @@ def test_quick_external_space_benchmark_gives_the_same_set_at_every_fold(capsys)
     assert rarely["coupling_max_difference"] < 1e-12
     assert selection.FOLD_ENTRIES == default  # restored
     assert '"benchmark": "external_space"' in capsys.readouterr().out
+
+
+def test_quick_external_space_benchmark_forms_the_same_set_with_either_doubles(capsys):
+    from nnqs.vmc import compact_hamiltonian, hamiltonian_terms
+
+    lines = main(["--quick", "--threads", "1", "--doubles", "joined", "elementwise"])
+    assert [line["doubles"] for line in lines] == ["joined", "joined", "elementwise", "elementwise"]
+    assert all(line["same_keys"] and line["coupling_max_difference"] < 1e-12 for line in lines)
+    assert compact_hamiltonian.double_terms is hamiltonian_terms.double_terms  # restored
