@@ -39,7 +39,7 @@ TRAIN_FLAGS = (
     ("--device", "device", str, "torch device: cpu, cuda or cuda:N"),
     ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints"),
     ("--checkpoint-seconds", "checkpoint_seconds", float, "seconds between checkpoints as well (0: off)"),
-    ("--threads", "threads", int, "torch CPU threads (0: torch's choice)"),
+    ("--threads", "threads", int, "CPU threads of torch, BLAS and OpenMP (0: every core)"),
     ("--answer-mask-prob", "answer_mask_prob", float, "encoder: share of answering rows (question intact, whole answer masked)"),
     ("--target-exact", "target_exact", float, "stop once validation exact match reaches this twice in a row (0: off)"),
     ("--tail-steps", "tail_steps", int, "past --steps, while validation is below --tail-exact: at most this many "

@@ -71,7 +71,7 @@ FLAGS = {
     "final_samples": (int, "fresh samples for the reported energy"),
     "checkpoint_every": (int, "steps between checkpoints"),
     "checkpoint_seconds": (float, "seconds between checkpoints as well (0: off)"),
-    "threads": (int, "torch threads (0: torch's choice)"),
+    "threads": (int, "CPU threads of torch, BLAS and OpenMP (PySCF) (0: every core)"),
 }
 
 

@@ -65,7 +65,7 @@ class TrainConfig:
     device: str = "cpu"
     checkpoint_every: int = 250
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
-    threads: int = 0  # torch threads (0: leave torch's default)
+    threads: int = 0  # CPU threads of torch, BLAS and OpenMP (0: every core; nnqs.common.config.apply_threads)
     answer_mask_prob: float = 0.75  # encoder: share of answering rows (question intact, answer slots all masked)
     target_exact: float = 1.0  # stop once validation exact match >= this at two evaluations in a row (0: off)
     # Past ``steps``, while the last validation is in [tail_from, tail_exact), go on at the final learning rate

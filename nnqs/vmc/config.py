@@ -122,7 +122,7 @@ class VMCConfig:
     final_samples: int = 10**12  # fresh samples for the reported (exact-estimator) energy
     checkpoint_every: int = 50
     checkpoint_seconds: float = 60.0  # also checkpoint when this much time passed since the last one (0: off)
-    threads: int = 0  # torch threads (0: leave torch's default)
+    threads: int = 0  # CPU threads of torch, BLAS and OpenMP (0: every core; nnqs.common.config.apply_threads)
 
     def subsampled(self, n_rows: int) -> bool:
         """Whether the SR step on a working set of ``n_rows`` is taken on a subsample (above ``sr_exact_max``)."""

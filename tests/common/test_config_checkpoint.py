@@ -60,3 +60,27 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
     with pytest.raises(UserError, match="not an nnqs checkpoint"):
         load_checkpoint(tmp_path / "foreign.pt", "vmc")
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_threads_limit_the_blas_and_openmp_beside_torch(monkeypatch):
+    # --threads 1 once limited torch alone: SciPy's OpenBLAS (the SR step's ssyrk) still ran on every core.
+    import importlib
+    import os
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from nnqs.common.config import apply_threads
+
+    importlib.import_module("scipy.linalg")  # its OpenBLAS loaded before the limit
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):  # restored after the test
+        monkeypatch.setenv(name, os.environ.get(name, "2"))
+    before = torch.get_num_threads()
+    with threadpool_limits(2):  # the libraries' limits restored on leaving
+        try:
+            apply_threads(1)
+            pools = [p for p in threadpool_info() if p["internal_api"] in ("openblas", "openmp")]
+            assert any(p["internal_api"] == "openblas" for p in pools)
+            assert torch.get_num_threads() == 1 and all(p["num_threads"] == 1 for p in pools)
+            assert os.environ["OMP_NUM_THREADS"] == os.environ["OPENBLAS_NUM_THREADS"] == "1"  # libraries loaded later
+        finally:
+            torch.set_num_threads(before)
