@@ -69,9 +69,11 @@ def double_terms(ham, order_a, order_b, below) -> list[tuple[torch.Tensor, torch
             continue
         occ, virt = _pairs_of(order[:, :n_occ]), _pairs_of(order[:, n_occ:])
         (i, j), (a, b) = occ, virt  # each (B, pairs), i < j and a < b
-        s_occ, s_virt = _at(below, 2 * i + spin) + _at(below, 2 * j + spin) + 1, _at(below, 2 * a + spin) + _at(below, 2 * b + spin)
-        element = (_eri_index(n, a, b)[:, None, :] + _eri_index(n, i, j, inner=True)[:, :, None])
-        element = ham.eri_flat[element] - ham.eri_flat[_eri_index(n, a, b)[:, None, :] + _eri_index(n, j, i, inner=True)[:, :, None]]
+        outer = _eri_index(n, a, b)[:, None, :]
+        element = (ham.eri_flat[outer + _eri_index(n, i, j, inner=True)[:, :, None]]
+                   - ham.eri_flat[outer + _eri_index(n, j, i, inner=True)[:, :, None]])
+        s_occ = _at(below, 2 * i + spin) + _at(below, 2 * j + spin) + 1  # -[si < sj] = -1: i < j
+        s_virt = _at(below, 2 * a + spin) + _at(below, 2 * b + spin)  # [sb < sa] = 0: a < b
         parity = _joined_parity(s_occ, s_virt, [(i, a), (j, a), (i, b), (j, b)])
         d = 1 << spin
         key = _joined_key(ham, [(i, -d), (j, -d)], [(a, d), (b, d)])
