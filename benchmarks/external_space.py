@@ -8,7 +8,7 @@ A selected-CI vector of at most ``--size`` configurations is grown from HF (thre
 core; :func:`nnqs.vmc.selection.external_space` is then timed once per ``FOLD_ENTRIES`` of ``--folds`` (the
 outside connections held before they are sorted and summed into the external set; 0 folds after every chunk
 of rows, as before 2026-12-06), each checked against the first: the same keys, the largest coupling difference.
-With ``--doubles`` it is timed once per way the connections' double excitations are formed and fold: ``joined``
+With ``--doubles`` it is timed for each way of forming the connections' double excitations and each fold: ``joined``
 (:func:`nnqs.vmc.hamiltonian_terms.double_terms`, the default) or ``elementwise`` (its slow twin, the way before
 the third session of 2026-12-07).
 """
@@ -25,7 +25,9 @@ from benchmarks.common import benchmark_parser, emit, software
 DOUBLES = {"joined": "double_terms", "elementwise": "double_terms_elementwise"}
 
 
-def records(system: str, size: int, folds: list[int], threads: int, doubles: tuple[str, ...] = ("joined",)) -> list[dict]:
+def records(
+    system: str, size: int, folds: list[int], threads: int, doubles: tuple[str, ...] = ("joined",),
+) -> list[dict]:
     from benchmarks.vmc_step import fixed_model, load
     from nnqs.vmc import compact_hamiltonian, hamiltonian_terms, selection
     from nnqs.vmc.compact_hamiltonian import CompactHamiltonian
