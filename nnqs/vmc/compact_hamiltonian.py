@@ -23,21 +23,15 @@ local energy and a slot in the external space of the core selection.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from nnqs.vmc.keys import n_words, orbital_weights, pack
-from nnqs.vmc.hamiltonian_terms import double_terms, single_terms
+from nnqs.vmc.hamiltonian_terms import double_terms, pairs, single_terms
 
 ELEMENT_CUTOFF = 1e-12  # Hartree: |H[x, x']| below it is a symmetry zero held as rounding noise
-
-
-def _pairs(n: int) -> torch.Tensor:
-    """All i < j in range(n), ``(n(n-1)/2, 2)``."""
-    return torch.tensor(list(itertools.combinations(range(n), 2)), dtype=torch.long).view(-1, 2)
 
 
 def _grid(*sizes: int) -> torch.Tensor:
@@ -102,10 +96,10 @@ class CompactHamiltonian:
         dev = self.device
         self.singles_a = _grid(na, va).to(dev)  # (occ slot, virt slot)
         self.singles_b = _grid(nb, vb).to(dev)
-        self.doubles_aa = _grid(len(_pairs(na)), len(_pairs(va)))
-        self.doubles_aa = torch.cat([_pairs(na)[self.doubles_aa[:, 0]], _pairs(va)[self.doubles_aa[:, 1]]], 1).to(dev)
-        self.doubles_bb = _grid(len(_pairs(nb)), len(_pairs(vb)))
-        self.doubles_bb = torch.cat([_pairs(nb)[self.doubles_bb[:, 0]], _pairs(vb)[self.doubles_bb[:, 1]]], 1).to(dev)
+        self.doubles_aa = _grid(len(pairs(na)), len(pairs(va)))
+        self.doubles_aa = torch.cat([pairs(na)[self.doubles_aa[:, 0]], pairs(va)[self.doubles_aa[:, 1]]], 1).to(dev)
+        self.doubles_bb = _grid(len(pairs(nb)), len(pairs(vb)))
+        self.doubles_bb = torch.cat([pairs(nb)[self.doubles_bb[:, 0]], pairs(vb)[self.doubles_bb[:, 1]]], 1).to(dev)
         self.doubles_ab = _grid(na, nb, va, vb).to(dev)  # (occ a, occ b, virt a, virt b)
 
     @property

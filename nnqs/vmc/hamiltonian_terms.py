@@ -94,10 +94,16 @@ def double_terms(ham, order_a, order_b, below) -> list[tuple[torch.Tensor, torch
     return blocks
 
 
+def pairs(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """All i < j in range(n), ``(n(n-1)/2, 2)``, i-major: the one order of the pairs that the tables
+    ``doubles_aa`` / ``doubles_bb`` and :func:`double_terms` both use."""
+    return torch.triu_indices(n, n, 1, device=device).T
+
+
 def _pairs_of(slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The pairs (p, q) of a sample's orbitals ``slots`` ``(B, m)`` taken at slot pairs s < t, in the order of
-    :func:`nnqs.vmc.compact_hamiltonian._pairs`: two ``(B, m(m-1)/2)``."""
-    first, second = torch.triu_indices(slots.shape[1], slots.shape[1], 1, device=slots.device)
+    :func:`pairs`: two ``(B, m(m-1)/2)``."""
+    first, second = pairs(slots.shape[1], slots.device).T
     return slots[:, first], slots[:, second]
 
 
