@@ -98,6 +98,34 @@ def test_rows_drawn_by_modulus_estimate_the_same_loss_and_the_rate_falls_to_its_
     assert _schedule(2e-3, 1.0, 100)(57) == 2e-3
 
 
+def test_a_minibatch_with_each_row_once_has_the_loss_and_gradient_of_its_draws():
+    """merged: the drawn rows (with repeats) and the distinct rows with summed weights give the same fit loss
+    and the same gradient (float64, autograd on both), with fewer rows."""
+    from nnqs.vmc.configurations import all_configurations, in_sector
+    from nnqs.vmc.pretrain import Batches, _fit_loss, merged
+
+    configs = all_configurations(6)
+    configs = configs[in_sector(configs, 2, 2)]
+    c = torch.linspace(1.0, 0.01, len(configs), dtype=torch.float64) * torch.tensor([1.0, -1.0]).repeat(len(configs))[: len(configs)]
+    c = c / c.norm()
+    target = torch.where(c * c[0] >= 0, 0.0, math.pi).double()
+    torch.manual_seed(1)
+    wf = TransformerWavefunction(6, 2, 2, d_model=8, n_layers=1, phase_hidden=8, real=True, dtype=torch.float64)
+    for by_modulus in (False, True):
+        draw = next(Batches(c**2, c.abs() / c.abs().sum(), batch=300, seed=5, by_modulus=by_modulus))
+        once = merged(*draw)
+        assert len(once[0]) < len(draw[0]) and len(torch.unique(once[0])) == len(once[0])
+        losses, grads = [], []
+        for rows in (draw, once):
+            wf.zero_grad()
+            loss = _fit_loss(wf, configs, target, *rows)
+            loss.backward()
+            losses.append(loss.detach())
+            grads.append(torch.cat([p.grad.flatten() for p in wf.parameters()]))
+        assert torch.allclose(losses[0], losses[1], rtol=1e-12, atol=1e-14)
+        assert torch.allclose(grads[0], grads[1], rtol=1e-10, atol=1e-13)
+
+
 def test_a_minibatch_fit_takes_its_own_rate_decay_and_draw(monkeypatch):
     """run.pretrain hands fit_to_vector both rates, the decay and the draw; fit_to_vector alone decides:
     a teacher above ``whole`` is fitted from pretrain_lr_sampled down its cosine, one of at most ``whole``
