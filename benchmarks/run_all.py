@@ -18,7 +18,7 @@ import time
 import traceback
 from pathlib import Path
 
-ORDER = ("sr_solve", "allocator", "sampling", "vmc_step", "distributed", "device", "scan", "teacher", "teacher_fit", "end_of_run", "external_space",
+ORDER = ("sr_solve", "allocator", "sampling", "vmc_step", "distributed", "device", "scan", "teacher", "teacher_fit", "fit_step", "end_of_run", "external_space",
          "accuracy", "lm")
 RESULTS = Path(__file__).resolve().parent / "results"
 
