@@ -162,8 +162,8 @@ def _fit_loss(model, configs: torch.Tensor, target: torch.Tensor, rows_p: torch.
 def merged(rows_p: torch.Tensor, w_p: torch.Tensor, rows_s: torch.Tensor, w_s: torch.Tensor) -> tuple:
     """A minibatch (:class:`Batches`) with each drawn row once, its weights summed: the same loss and
     gradient for fewer rows through the network. Rows are drawn with replacement and by |c|, so the heavy ones
-    repeat: of 1,024 draws from N2/6-31G's teacher of 48,138 about 800 are distinct, and a fit step took 0.63-0.72x
-    the time (benchmarks/RESULTS.md, "What a fit misses")."""
+    repeat: of 1,024 draws from N2/6-31G's teacher of 48,138 about 800 are distinct, and a fit step took 0.68x the
+    time with one thread (0.53-0.76x on the 6-31G and H10 teachers; benchmarks/RESULTS.md, "What a fit misses")."""
     def once(rows: torch.Tensor, weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         distinct, inverse = torch.unique(rows, return_inverse=True)
         return distinct, weights.new_zeros(len(distinct)).index_add_(0, inverse, weights)
