@@ -17,14 +17,16 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
 from benchmarks.common import benchmark_parser, emit, software
 
 
-def teacher(source: Path | None, system: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
-    """The teacher's configurations ``(M, n)``, coefficients ``(M,)`` and the sector (n_orbitals, n_alpha, n_beta)."""
+def teacher(source: Path | None, system: str) -> tuple[torch.Tensor, torch.Tensor, SimpleNamespace]:
+    """The teacher's configurations ``(M, n)``, coefficients ``(M,)`` and its sector (``n_orbitals``, ``n_alpha``,
+    ``n_beta``: what :func:`nnqs.vmc.run.make_wavefunction` reads of a Hamiltonian)."""
     if source is not None:
         from nnqs.common.checkpoint import load_checkpoint
         from nnqs.vmc.pretrain_store import KIND
@@ -32,25 +34,24 @@ def teacher(source: Path | None, system: str) -> tuple[torch.Tensor, torch.Tenso
         data = load_checkpoint(source / "pretrain.pt", KIND)["teacher"]
         configs = data["configs"]
         first = configs[0]  # every configuration of the teacher is in the sector: its electrons give it
-        n_alpha = int(((first == 1) | (first == 3)).sum())
-        n_beta = int(((first == 2) | (first == 3)).sum())
-        return configs, data["coefficients"].double(), configs.shape[1], n_alpha, n_beta
+        sector = SimpleNamespace(n_orbitals=configs.shape[1], n_alpha=int((first & 1).sum()),
+                                 n_beta=int(((first >> 1) & 1).sum()))
+        return configs, data["coefficients"].double(), sector
     from benchmarks.teacher_fit import teacher_for
 
     ham, _, sci = teacher_for(system)
-    return sci.configs, sci.coefficients.double(), ham.n_orbitals, ham.n_alpha, ham.n_beta
+    return sci.configs, sci.coefficients.double(), ham
 
 
 def record(source: Path | None, system: str, steps: int, repeats: int, threads: int) -> dict:
     from nnqs.vmc.config import VMCConfig
     from nnqs.vmc.pretrain import Batches, _fit_loss, merged
-    from nnqs.vmc.wavefunction import TransformerWavefunction
+    from nnqs.vmc.run import make_wavefunction
+    from nnqs.vmc.wavefunction import in_dtype
 
-    configs, c, n, n_alpha, n_beta = teacher(source, system)
+    configs, c, sector = teacher(source, system)
     cfg = VMCConfig()
-    torch.manual_seed(cfg.seed)
-    wf = TransformerWavefunction(n, n_alpha, n_beta, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                                 phase_hidden=cfg.phase_hidden, real=cfg.ansatz == "real", dtype=torch.float32)
+    wf = in_dtype(make_wavefunction(sector, cfg), torch.float32)  # the run's network, fitted in float32 as a run fits it
     weight2, sign_weight = c**2 / (c**2).sum(), c.abs() / c.abs().sum()
     target = torch.where(c * c[0] >= 0, 0.0, math.pi).double()
     draw = Batches(weight2, sign_weight, cfg.pretrain_batch, cfg.seed, cfg.pretrain_draw == "modulus")
