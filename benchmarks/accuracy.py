@@ -26,7 +26,7 @@ import torch
 from benchmarks.common import at_bond, benchmark_parser, emit
 from hamiltonians import MoleculeSpec, get_spec
 from nnqs.vmc.run import run_molecule
-from nnqs.vmc.config import VMCConfig, toy_config
+from nnqs.vmc.config import STEPS, VMCConfig, toy_config
 
 TARGETS = ["LiH", "BeH2", "H2O", "NH3", "CH4", "C2", "N2", "N2@1.4", "N2@1.8", "N2@2.2", "N2@2.6"]
 SIDE = ("e_teacher_sci", "e_core", "e_core_pt2", "e_subspace")
@@ -56,7 +56,7 @@ def measure(name: str, cfg: VMCConfig, runs: str | None = None) -> dict:
     else:
         with tempfile.TemporaryDirectory() as out:
             r = run_molecule(spec, cfg, out, progress=False)
-    return record(name, bond, r, cfg.steps, torch.get_num_threads())
+    return record(name, bond, r, r["steps"], torch.get_num_threads())
 
 
 def record(name: str, bond: float | None, r: dict, steps: int, threads: int) -> dict:
@@ -87,7 +87,7 @@ def collect(item: str) -> dict:
     if differs:
         raise SystemExit(f"{folder} did not run with the defaults: {differs}")
     return record(name, system_spec(name)[1], json.loads((Path(folder) / "result.json").read_text()),
-                  int(config.get("steps", VMCConfig().steps)), int(config.get("threads", 0)))
+                  int(config.get("steps", STEPS)), int(config.get("threads", 0)))
 
 
 def parse_settings(items: list[str]) -> dict:
@@ -98,7 +98,8 @@ def parse_settings(items: list[str]) -> dict:
         if not sep or not hasattr(defaults, field):
             raise SystemExit(f"--set {item!r}: expected FIELD=VALUE with a VMCConfig field")
         kind = type(getattr(defaults, field))
-        kind = float if kind is type(None) else kind  # lr_final: a number where it is given
+        if kind is type(None):  # steps: an integer, lr_final: a number, where given
+            kind = int if field == "steps" else float
         if kind is bool:
             settings[field] = value.lower() in ("1", "true", "yes")
         elif kind is int:

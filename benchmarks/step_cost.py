@@ -38,7 +38,7 @@ from nnqs.vmc.run import make_wavefunction
 from nnqs.vmc.sci import selected_ci
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
 from nnqs.vmc.selection import CoreHamiltonian, reselection_every, select_core, set_weights, unique_union
-from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.config import STEPS, VMCConfig
 from nnqs.vmc.step import vmc_step
 
 QUICK = {"chain": 6, "spacing": 1.5, "sizes": (16, 32, 64), "exact": (32,), "sr_rows": 16, "repeats": 2}
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         args.chain, args.spacing, args.sizes, args.exact, args.repeats = (QUICK[k] for k in
                                                                           ("chain", "spacing", "sizes", "exact", "repeats"))
     torch.set_num_threads(args.threads)
-    cfg = VMCConfig(core_every=10**9, core_samples=1, threads=args.threads)  # no re-selection inside the timing
+    cfg = VMCConfig(steps=STEPS, core_every=10**9, core_samples=1, threads=args.threads)  # no re-selection inside the timing
     if args.quick:
         cfg = dataclasses.replace(cfg, sr_rows=QUICK["sr_rows"], sr_exact_max=QUICK["sr_rows"])
     mol = build_hamiltonian(chain_spec(args.chain, args.spacing))

@@ -46,7 +46,7 @@ import nnqs.vmc.local_energy as le
 from nnqs.vmc.compact_hamiltonian import ELEMENT_CUTOFF, CompactHamiltonian
 from nnqs.vmc.local_energy import local_energy
 from nnqs.vmc.prefix_tree import TREE_ROWS, TreeLogPsi
-from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.config import STEPS, VMCConfig
 from nnqs.vmc.step import vmc_step
 from nnqs.vmc.wavefunction import TransformerWavefunction, hf_bias_for
 
@@ -179,7 +179,7 @@ def reselect_record(system: str, ham, fit_steps: int, repeats: int = 1) -> dict:
     from nnqs.vmc.sci import selected_ci
     from nnqs.vmc.selection import external_space, normalised_amplitudes, select_core
 
-    cfg = VMCConfig()
+    cfg = VMCConfig(steps=STEPS)
     wf = fixed_model(ham)
     compact = CompactHamiltonian.from_molecular(ham)
     sci = selected_ci(compact, wf.hf_config().unsqueeze(0), cfg.teacher_threshold, cfg.teacher_max)
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     torch.set_num_threads(args.threads)
     if args.quick:
         args.systems, args.samples, args.configs, args.steps = ["H2", "LiH"], 1000, 8, 1
-    cfg = VMCConfig(samples=args.samples, optimizer=args.optimizer, estimator=args.estimator, selection=args.selection)
+    cfg = VMCConfig(steps=STEPS, samples=args.samples, optimizer=args.optimizer, estimator=args.estimator, selection=args.selection)
     records = one_mode_records(args)
     if records is not None:
         return records

@@ -15,12 +15,13 @@ from hamiltonians import InputError
 from nnqs.cli.molecule_args import add_molecule_arguments, molecule_given, save_molecule, saved_molecule, spec_from_args
 from nnqs.cli.run_options import add_run_arguments, run_mode, signals_for
 from nnqs.common.config import build_config
-from nnqs.vmc.config import VMCConfig
+from nnqs.vmc.config import STEPS, WIDE_STEPS, VMCConfig
+from nnqs.vmc.pretrain import WIDE_QUBITS
 
 # CLI flag -> VMCConfig field (flags left out keep the TOML or default value). The help says what a
 # flag means; its default is read from VMCConfig (:func:`help_text`), the one home of the settings.
 FLAGS = {
-    "steps": (int, "optimisation steps"),
+    "steps": (int, "VMC steps (at 32 qubits and more the teacher fit is longer instead)"),
     "samples": (int, "samples drawn per step; only unique ones cost (adapts)"),
     "seed": (int, "seed of the model init and the sampler"),
     "optimizer": (str, "sr (natural gradient) or adamw"),
@@ -41,7 +42,8 @@ FLAGS = {
     "teacher_threshold": (float, "--teacher sci only: first-order amplitude that admits a configuration"),
     "teacher_max": (int, "--teacher sci only: most configurations in the selected-CI teacher"),
     "pretrain_steps": (int, "--teacher sci only: Adam steps fitting a teacher vector of up to 4,096 configurations; "
-                            "one of N more takes 2 sqrt(N / 4,096) times as many, at most 6x (0: off)"),
+                            "one of N more takes 2 sqrt(N / 4,096) times as many, at most 6x; at 32 qubits and more 17 sqrt(N / "
+                            "4,096), at most 57x (0: off)"),
     "pretrain_lr": (float, "--teacher sci only: Adam learning rate of the teacher fit"),
     "pretrain_dtype": (str, "--teacher sci only: precision of the teacher fit, float32 or float64"),
     "pretrain_batch": (int, "--teacher sci only: rows per Adam step of the fit to a teacher of more than 4,096 "
@@ -75,9 +77,15 @@ FLAGS = {
 }
 
 
+# Fields whose default the run takes from its system (None in VMCConfig), as the help states it.
+SYSTEM_DEFAULTS = {"steps": f"{STEPS}, or {WIDE_STEPS} at {WIDE_QUBITS} qubits and more"}
+
+
 def help_text(name: str, text: str) -> str:
     """``text`` and the default of VMCConfig's field ``name``."""
     default = next(f.default for f in dataclasses.fields(VMCConfig) if f.name == name)
+    if name in SYSTEM_DEFAULTS:
+        return f"{text} (default {SYSTEM_DEFAULTS[name]})"
     shown = f"{default:.0e}" if isinstance(default, int) and default >= 10**6 else f"{default:g}" if isinstance(
         default, float) else str(default)
     return f"{text} (default {shown})"

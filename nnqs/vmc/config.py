@@ -8,18 +8,31 @@ and ``teacher = "mp1"`` give the plain sampled VMC with perturbative sign pretra
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import ClassVar, Literal
 
 import torch
 
 from nnqs.vmc.local_energy import CONNECTED_DTYPE
-from nnqs.vmc.pretrain import FIT_ROWS
+from nnqs.vmc.pretrain import FIT_ROWS, WIDE_QUBITS
 from nnqs.vmc.selection import CORE_ENTRIES
 from nnqs.vmc.sr import SR_EXACT_MAX, SR_MOMENTUM, SR_ROWS, SR_SHIFT, subsample_size
 from nnqs.vmc.wavefunction import HF_TARGET_PROB
 
 SET_MAX = 65536  # default most configurations in the selected-CI teacher and in the core
+# The VMC steps of a run whose steps are not set: STEPS, or WIDE_STEPS at WIDE_QUBITS qubits and more, where the
+# teacher fit is longer instead (nnqs.vmc.pretrain.fit_steps). There the core the steps work on (about 21,000 of
+# N2/6-31G's 19 million determinants at 1.1 A) holds less of the state than the network fitted to a teacher of
+# 48,000: after a fit of 57,600 steps, 60 steps left the network's energy where it was (+1.844 mHa against
+# +1.823 before them), where 300 after a fit of 28,800 ended at +2.22; a fit of 68,400 steps and 20 steps ended
+# at +1.673, below CCSD(T), in 82 minutes on the 2 cores (benchmarks/RESULTS.md, "Beyond exact diagonalisation").
+STEPS = 300
+WIDE_STEPS = 20
+
+
+def steps_for(n_qubits: int) -> int:
+    """The VMC steps of a run on ``n_qubits`` qubits whose steps are not set."""
+    return WIDE_STEPS if n_qubits >= WIDE_QUBITS else STEPS
 
 # Settings that only one teacher reads: given another value than their default with the other
 # teacher, the configuration is refused (they would be ignored without a word).
@@ -37,7 +50,8 @@ class VMCConfig:
     # config.toml or checkpoint lacks the key, so a resumed older run keeps its steps)
     ADDED: ClassVar[dict] = {"grad_clip_rule": "fixed"}
 
-    steps: int = 300
+    # VMC steps; None: from the system (steps_for: STEPS, or WIDE_STEPS at WIDE_QUBITS qubits and more)
+    steps: int | None = None
     samples: int = 10**12  # requested samples per step: cheap, the unique set is what costs (may adapt)
     seed: int = 0
     d_model: int = 32
@@ -140,8 +154,14 @@ class VMCConfig:
         """Expected rows of the subsampled SR step on a working set of ``n_rows`` (:func:`nnqs.vmc.sr.subsample_size`)."""
         return subsample_size(n_rows, self.sr_rows)
 
+    def for_system(self, n_qubits: int) -> VMCConfig:
+        """This config with the settings left to the system resolved for ``n_qubits`` qubits (the steps)."""
+        return self if self.steps is not None else replace(self, steps=steps_for(n_qubits))
+
     def __post_init__(self) -> None:
-        for name in ("steps", "samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):
+        if self.steps is not None and self.steps <= 0:
+            raise ValueError(f"steps must be positive, got {self.steps}")
+        for name in ("samples", "final_samples", "max_batch", "d_model", "n_layers", "n_heads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.lr <= 0 or (self.lr_final is not None and self.lr_final < 0):

@@ -8,10 +8,17 @@ from nnqs.common.schedule import warmup_cosine
 from nnqs.vmc.config import VMCConfig
 
 
+def steps_of(cfg: VMCConfig) -> int:
+    """The VMC steps of ``cfg``, which must be set (a run sets them from its system: VMCConfig.for_system)."""
+    if cfg.steps is None:
+        raise ValueError("the config's steps are not set: VMCConfig.for_system(n_qubits) gives the run's")
+    return cfg.steps
+
+
 def lr_factor(step: int, cfg: VMCConfig) -> float:
     """Linear warmup over ``cfg.warmup`` steps, then cosine decay from lr to lr_final (lr / 10)."""
     floor = 0.1 if cfg.lr_final is None else cfg.lr_final / cfg.lr
-    return warmup_cosine(step, cfg.warmup, cfg.steps, floor)
+    return warmup_cosine(step, cfg.warmup, steps_of(cfg), floor)
 
 
 def momentum_factor(step: int, cfg: VMCConfig) -> float:
@@ -23,7 +30,7 @@ def momentum_factor(step: int, cfg: VMCConfig) -> float:
         return 1.0
     if step < cfg.warmup:
         return 0.0
-    return 1.0 - warmup_cosine(step, cfg.warmup, cfg.steps, 0.0)  # the learning rate's cosine, 1 -> 0
+    return 1.0 - warmup_cosine(step, cfg.warmup, steps_of(cfg), 0.0)  # the learning rate's cosine, 1 -> 0
 
 
 def make_optimizer(wf, cfg: VMCConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:

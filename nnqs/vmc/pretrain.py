@@ -81,15 +81,26 @@ FIT_ROWS = 1024
 # diagonalisation").
 FIT_STEPS_SCALE = 2
 FIT_STEPS_GROWTH = 6
+# At WIDE_QUBITS qubits and more the fit is the run's work (a run whose VMC steps are not set takes
+# nnqs.vmc.config.WIDE_STEPS of them): FIT_WIDE_SCALE x sqrt(N / FIT_WHOLE) times the configured steps, at most
+# FIT_WIDE_GROWTH times. On N2/6-31G at 1.1 A (48,138 configurations, 14.9 steps a second on the 2 cores) the
+# network's energy went from +3.90 mHa (7,200 steps, then 300 VMC steps) to +2.92 / +2.22 / +1.823 / +1.673
+# (14,400 / 28,800 / 57,600 / 68,400 steps); 68,400 (the cap) is the most with which the run ends within 90
+# minutes on the 2 cores. The scale puts the teachers of 32 qubits past about 46,000 configurations at the cap.
+WIDE_QUBITS = 32
+FIT_WIDE_SCALE = 17
+FIT_WIDE_GROWTH = 57
 
 
-def fit_steps(steps: int, n_teacher: int, whole: int = FIT_WHOLE) -> int:
-    """The Adam steps of the fit to a teacher of ``n_teacher`` configurations, ``steps`` configured (the
-    steps of a teacher of at most ``whole``): ``steps x min(FIT_STEPS_SCALE x sqrt(n_teacher / whole),
-    FIT_STEPS_GROWTH)``."""
+def fit_steps(steps: int, n_teacher: int, n_qubits: int = 0, whole: int = FIT_WHOLE) -> int:
+    """The Adam steps of the fit to a teacher of ``n_teacher`` configurations on ``n_qubits`` qubits, ``steps``
+    configured (the steps of a teacher of at most ``whole``): ``steps x min(FIT_STEPS_SCALE x sqrt(n_teacher /
+    whole), FIT_STEPS_GROWTH)``, or with FIT_WIDE_SCALE and FIT_WIDE_GROWTH at WIDE_QUBITS qubits and more."""
     if n_teacher <= whole:
         return steps
-    return round(steps * min(FIT_STEPS_SCALE * math.sqrt(n_teacher / whole), FIT_STEPS_GROWTH))
+    scale, growth = (FIT_WIDE_SCALE, FIT_WIDE_GROWTH) if n_qubits >= WIDE_QUBITS else (FIT_STEPS_SCALE,
+                                                                                         FIT_STEPS_GROWTH)
+    return round(steps * min(scale * math.sqrt(n_teacher / whole), growth))
 
 
 def fit_to_vector(

@@ -146,6 +146,10 @@ def _solve(spec, cfg: VMCConfig, folder: RunFolder, resume: bool, warm: tuple, p
         atomic_write_text(folder.config, config_to_toml(cfg))
     init_model, init_core, integrals = warm
     ham, orbitals = run_hamiltonian(folder.path, spec, cfg, resume, progress, comm, integrals)
+    if cfg.steps is None:  # what the system sets, saved for a resume
+        cfg = cfg.for_system(2 * ham.n_orbitals)
+        if comm.is_root:
+            atomic_write_text(folder.config, config_to_toml(cfg))
     refs = references_for(spec, exact and comm.is_root)
     wf = make_wavefunction(ham, cfg)
     if init_model is not None:
@@ -285,7 +289,7 @@ def pretrain(wf, ham: CompactHamiltonian, cfg: VMCConfig, progress: bool, comm=N
     t0 = time.perf_counter()
     saved = found.load() if found is not None else {}
     sci = _teacher(ham, wf, cfg, progress, saved.get("teacher"), store, t0)
-    steps = fit_steps(cfg.pretrain_steps, len(sci.configs))
+    steps = fit_steps(cfg.pretrain_steps, len(sci.configs), 2 * ham.n_orbitals)
     bar = Progress(steps, int(saved.get("fit", {}).get("step", 0))) if progress and steps else None
     if bar is not None:
         print(f"pretraining on a selected-CI vector of {len(sci.configs)} configurations "

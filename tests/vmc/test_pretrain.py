@@ -53,25 +53,30 @@ def test_a_run_fits_its_teacher_on_minibatches_of_pretrain_batch_rows(monkeypatc
 
 def test_a_larger_teacher_is_fitted_for_more_steps(monkeypatch):
     """fit_steps: the configured steps up to FIT_WHOLE configurations, 2 sqrt(N / FIT_WHOLE) times as many
-    above, at most FIT_STEPS_GROWTH times; a run hands that count to the fit."""
+    above, at most FIT_STEPS_GROWTH times (17 sqrt(N / FIT_WHOLE), at most FIT_WIDE_GROWTH, at WIDE_QUBITS qubits
+    and more); a run hands that count to the fit."""
     import nnqs.vmc.run as run
     from nnqs.vmc.config import VMCConfig
-    from nnqs.vmc.pretrain import FIT_STEPS_GROWTH, FIT_WHOLE, fit_steps
+    from nnqs.vmc.pretrain import FIT_STEPS_GROWTH, FIT_WHOLE, FIT_WIDE_GROWTH, WIDE_QUBITS, fit_steps
 
     assert fit_steps(1200, 660) == fit_steps(1200, FIT_WHOLE) == 1200  # every STO-3G teacher of the table
     assert fit_steps(1200, 4 * FIT_WHOLE) == 4800 and fit_steps(1200, 34573) == 6973  # H10 at 1.5 A
     assert fit_steps(1200, 12389) == 4174 and fit_steps(1200, 48138) == 7200  # H2O/6-31G, N2/6-31G
     assert fit_steps(1200, 100 * FIT_WHOLE) == FIT_STEPS_GROWTH * 1200 and fit_steps(0, 10**5) == 0
+    # at WIDE_QUBITS qubits and more: 17 sqrt(N / FIT_WHOLE) times, at most FIT_WIDE_GROWTH times
+    assert WIDE_QUBITS == 32 and fit_steps(1200, 12389, 26) == 4174 and fit_steps(1200, 34573, 20) == 6973
+    assert fit_steps(1200, 48138, 32) == fit_steps(1200, 56026, 32) == FIT_WIDE_GROWTH * 1200 == 68400  # N2/6-31G
+    assert fit_steps(1200, 2 * FIT_WHOLE, 52) == round(1200 * 17 * 2**0.5) and fit_steps(1200, FIT_WHOLE, 52) == 1200
     seen = []
     monkeypatch.setattr(run, "fit_to_vector", lambda *args, **kwargs: seen.append(args[3]))
     ham = build_hamiltonian(get_spec("LiH"))
     compact = CompactHamiltonian.from_molecular(ham)
     wf = TransformerWavefunction(ham.n_orbitals, ham.n_alpha, ham.n_beta, d_model=8, n_layers=1, phase_hidden=8)
     for whole in (FIT_WHOLE, 4):  # LiH's teacher (a few dozen configurations) as a "large" one
-        monkeypatch.setattr(run, "fit_steps", lambda steps, n, whole=whole: fit_steps(steps, n, whole))
+        monkeypatch.setattr(run, "fit_steps", lambda steps, n, q, whole=whole: fit_steps(steps, n, q, whole))
         out = run.pretrain(wf, compact, VMCConfig(pretrain_steps=10, d_model=8, n_layers=1, phase_hidden=8),
                            progress=False)
-        assert seen[-1] == fit_steps(10, out["n_teacher"], whole)
+        assert seen[-1] == fit_steps(10, out["n_teacher"], 2 * ham.n_orbitals, whole)
     assert seen[0] == 10 and seen[1] > 10
 
 

@@ -110,7 +110,7 @@ def test_float32_passes_give_the_float64_step():
     from nnqs.vmc.vmc_loop import new_state
 
     mol = build_hamiltonian(get_spec("LiH"))
-    base = VMCConfig(sr_exact_max=32, sr_rows=32, core_every=10**9, core_samples=1, threads=1)
+    base = VMCConfig(steps=300, sr_exact_max=32, sr_rows=32, core_every=10**9, core_samples=1, threads=1)
     wf = make_wavefunction(mol, base)
     ham = CompactHamiltonian.from_molecular(mol, wf.device)
     core = selected_ci(ham, wf.hf_config().unsqueeze(0), 0.0, 10**6).configs

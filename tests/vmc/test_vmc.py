@@ -211,3 +211,29 @@ def test_the_reported_energys_unique_bound_follows_the_connections(lih, monkeypa
     found = final_energy(wf, compact, 10**12, torch.Generator().manual_seed(0))
     assert 20 <= found.n_unique <= 40
     assert abs(found.energy - exact) < 4 * found.stderr, (found.energy, exact, found.stderr)
+
+
+def test_a_run_whose_steps_are_not_set_takes_them_from_its_qubits_and_saves_them(tmp_path, monkeypatch):
+    """steps None: STEPS, or WIDE_STEPS at WIDE_QUBITS qubits and more (H2 has 4 here, by a lowered bound);
+    the run's config.toml and result hold the count, so a resumed run keeps it; a set count is kept."""
+    import dataclasses
+
+    import nnqs.vmc.config as config
+    from nnqs.common.config import build_config
+    from nnqs.vmc.config import steps_for, toy_config
+    from nnqs.vmc.optimizers import lr_factor
+    from nnqs.vmc.run import run_molecule
+
+    assert VMCConfig().steps is None and steps_for(20) == steps_for(26) == 300 and steps_for(32) == steps_for(52) == 20
+    assert VMCConfig(steps=7).for_system(32).steps == 7 and VMCConfig().for_system(31).steps == 300
+    with pytest.raises(ValueError, match="steps are not set"):
+        lr_factor(0, VMCConfig())
+    monkeypatch.setattr(config, "STEPS", 3)
+    monkeypatch.setattr(config, "WIDE_STEPS", 2)
+    unset = dataclasses.replace(toy_config(1), steps=None, threads=1)
+    for wide, expected in ((64, 3), (4, 2)):
+        monkeypatch.setattr(config, "WIDE_QUBITS", wide)
+        out = tmp_path / f"wide_{wide}"
+        result = run_molecule(get_spec("H2"), unset, out, progress=False, exact=False)
+        assert result["steps"] == expected and build_config(VMCConfig, out / "config.toml").steps == expected
+        assert len((out / "history.csv").read_text().splitlines()) == expected + 1
