@@ -25,7 +25,8 @@ SET_MAX = 65536  # default most configurations in the selected-CI teacher and in
 # N2/6-31G's 19 million determinants at 1.1 A) holds less of the state than the network fitted to a teacher of
 # 48,000: after a fit of 57,600 steps, 60 steps left the network's energy where it was (+1.844 mHa against
 # +1.823 before them), where 300 after a fit of 28,800 ended at +2.22; a fit of 68,400 steps and 20 steps ended
-# at +1.673, below CCSD(T), in 82 minutes on the 2 cores (benchmarks/RESULTS.md, "Beyond exact diagonalisation").
+# at +1.673 and +1.691 in two runs, below CCSD(T)'s +1.847, in 82 and 52 minutes on the 2 cores
+# (benchmarks/RESULTS.md, "Beyond exact diagonalisation").
 STEPS = 300
 WIDE_STEPS = 20
 

@@ -83,10 +83,11 @@ FIT_STEPS_SCALE = 2
 FIT_STEPS_GROWTH = 6
 # At WIDE_QUBITS qubits and more the fit is the run's work (a run whose VMC steps are not set takes
 # nnqs.vmc.config.WIDE_STEPS of them): FIT_WIDE_SCALE x sqrt(N / FIT_WHOLE) times the configured steps, at most
-# FIT_WIDE_GROWTH times. On N2/6-31G at 1.1 A (48,138 configurations, 14.9 steps a second on the 2 cores) the
-# network's energy went from +3.90 mHa (7,200 steps, then 300 VMC steps) to +2.92 / +2.22 / +1.823 / +1.673
-# (14,400 / 28,800 / 57,600 / 68,400 steps); 68,400 (the cap) is the most with which the run ends within 90
-# minutes on the 2 cores. The scale puts the teachers of 32 qubits past about 46,000 configurations at the cap.
+# FIT_WIDE_GROWTH times. On N2/6-31G at 1.1 A (48,138 configurations) the network's energy went from +3.90 mHa
+# (7,200 steps, then 300 VMC steps) to +2.92 / +2.22 / +1.823 / +1.673 (14,400 / 28,800 / 57,600 / 68,400
+# steps), and with these defaults +1.691 in 52 minutes; at 2.2 A from +8.80 to +4.28 in 48 minutes. 68,400 (the
+# cap) keeps the run within 90 minutes on the 2 cores at the slowest fit measured here (14.9 steps a second; 23
+# to 26 on another day). The scale puts the teachers of 32 qubits past about 46,000 configurations at the cap.
 WIDE_QUBITS = 32
 FIT_WIDE_SCALE = 17
 FIT_WIDE_GROWTH = 57
