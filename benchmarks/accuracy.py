@@ -98,8 +98,9 @@ def parse_settings(items: list[str]) -> dict:
         if not sep or not hasattr(defaults, field):
             raise SystemExit(f"--set {item!r}: expected FIELD=VALUE with a VMCConfig field")
         kind = type(getattr(defaults, field))
-        if kind is type(None):  # steps: an integer, lr_final: a number, where given
-            kind = int if field == "steps" else float
+        if kind is type(None):  # a field whose default is None (steps, lr_final): the type it is annotated with
+            annotation = next(f.type for f in dataclasses.fields(VMCConfig) if f.name == field)
+            kind = int if str(annotation).startswith("int") else float
         if kind is bool:
             settings[field] = value.lower() in ("1", "true", "yes")
         elif kind is int:
