@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+import typing
 from dataclasses import replace
 from pathlib import Path
 
@@ -99,8 +100,7 @@ def parse_settings(items: list[str]) -> dict:
             raise SystemExit(f"--set {item!r}: expected FIELD=VALUE with a VMCConfig field")
         kind = type(getattr(defaults, field))
         if kind is type(None):  # a field whose default is None (steps, lr_final): the type it is annotated with
-            annotation = next(f.type for f in dataclasses.fields(VMCConfig) if f.name == field)
-            kind = int if str(annotation).startswith("int") else float
+            kind = int if int in typing.get_args(typing.get_type_hints(VMCConfig)[field]) else float
         if kind is bool:
             settings[field] = value.lower() in ("1", "true", "yes")
         elif kind is int:

@@ -233,8 +233,9 @@ def self_gram(x: torch.Tensor) -> torch.Tensor:
 # 90% of the solve at 2,048 rows) and only preconditions conjugate gradients on the float64 operator
 # v -> X (X^T v) + lam v, two float64 products with X per iteration (:func:`gram_solve`). It is factored in float32
 # too (LAPACK ``spotrf`` on ``ssyrk``'s triangle, no float64 copy): on H10's rows (4,090 x 32,973, one core) the
-# solve takes 7.79 s against 9.33 with a float64 factor (1.20x; 2,064 rows 1.05x), a CG iteration or two more
-# (``python -m benchmarks.sr_solve --run DIR``, benchmarks/RESULTS.md). The float32 rounding over
+# solve is 1.67x the float64 direct solve against 1.39x with a float64 factor (7.79 s against 8.60 s, measured in
+# two runs; 2,064 rows 1.33x against 1.27x), a CG iteration or two more (``python -m benchmarks.sr_solve --run
+# DIR``, benchmarks/RESULTS.md). The float32 rounding over
 # P columns moves the Gram matrix by about +-6 lam at the default shift (H10 at 1.5 A, 2,085 x 32,973), so it
 # is shifted by PRECONDITIONER_SHIFT lam (doubled until its Cholesky factor exists); CG then reaches the
 # relative residual CG_TOLERANCE in about 11 iterations, the direction within 1e-7 of the direct solve's. The
